@@ -1,0 +1,62 @@
+/**
+ * The payment-provider port. Controllers and services depend on this abstract class (it is also the DI
+ * token); one adapter wraps the provider's official SDK, another is the built-in sandbox. No SDK type
+ * crosses this boundary.
+ */
+
+export interface CheckoutSessionInfo {
+  id: string;
+  /** paid | unpaid | no_payment_required */
+  paymentStatus: string;
+  /** open | complete | expired */
+  status: string | null;
+  amountTotal: number | null;
+  /** As the provider sends it (usually lower case). */
+  currency: string | null;
+  /** Unix seconds. */
+  created: number;
+  metadata: Record<string, string>;
+  clientReferenceId: string | null;
+  customerId: string | null;
+  subscriptionId: string | null;
+}
+
+export interface CreateCheckoutInput {
+  organisationId: string;
+  tier: string;
+  /** The provider price sold for the tier (PAYPROVIDER_PRICE_<TIER>); the sandbox needs none. */
+  priceId?: string;
+  /** The organisation's existing customer record, if any. */
+  customerId?: string;
+  successUrl: string;
+  cancelUrl: string;
+}
+
+export type PaymentProviderErrorKind =
+  /** The provider does not know the object (HTTP 404 from the provider). */
+  | 'not_found'
+  /** The provider rejected our request (other 4xx): a bug or a misconfiguration on our side. */
+  | 'rejected'
+  /** Unreachable, timed out, 5xx, or rate limited after retries. */
+  | 'unavailable';
+
+export class PaymentProviderError extends Error {
+  constructor(
+    readonly kind: PaymentProviderErrorKind,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export abstract class PaymentProvider {
+  /** Human-readable name for logs: "stripe" or "sandbox". */
+  abstract readonly name: string;
+
+  /** Throws PaymentProviderError('not_found') for an id the provider does not know. */
+  abstract retrieveCheckoutSession(sessionId: string): Promise<CheckoutSessionInfo>;
+
+  abstract createCheckoutSession(input: CreateCheckoutInput): Promise<{ id: string; url: string }>;
+
+  abstract createPortalSession(customerId: string, returnUrl: string): Promise<{ url: string }>;
+}

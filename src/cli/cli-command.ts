@@ -1,0 +1,48 @@
+import { INestApplicationContext } from '@nestjs/common';
+
+export type Flags = Record<string, string | true>;
+
+/** One operator command: reads flags, returns the JSON object printed on stdout. */
+export interface CliCommand {
+  usage: string;
+  /** Commands that talk to a running server over HTTP need no database of their own. */
+  needsDatabase?: boolean;
+  run(app: INestApplicationContext | undefined, flags: Flags, args: string[]): Promise<object>;
+}
+
+export class CliUsageError extends Error {}
+
+export function requireFlag(flags: Flags, name: string): string {
+  const value = flags[name];
+  if (typeof value !== 'string' || value === '') throw new CliUsageError(`--${name} is required`);
+  return value;
+}
+
+export function optionalFlag(flags: Flags, name: string): string | undefined {
+  const value = flags[name];
+  if (value === true) throw new CliUsageError(`--${name} needs a value`);
+  return value;
+}
+
+/** `--name value` and `--name=value`; positional words are returned in `args`. */
+export function parseArgv(argv: string[]): { command?: string; flags: Flags; args: string[] } {
+  const [command, ...rest] = argv;
+  const flags: Flags = {};
+  const args: string[] = [];
+  for (let i = 0; i < rest.length; i++) {
+    const word = rest[i];
+    if (!word.startsWith('--')) {
+      args.push(word);
+      continue;
+    }
+    const eq = word.indexOf('=');
+    if (eq > 0) {
+      flags[word.slice(2, eq)] = word.slice(eq + 1);
+    } else if (i + 1 < rest.length && !rest[i + 1].startsWith('--')) {
+      flags[word.slice(2)] = rest[++i];
+    } else {
+      flags[word.slice(2)] = true;
+    }
+  }
+  return { command, flags, args };
+}

@@ -1,0 +1,63 @@
+import { AppConfig } from '../config/app-config';
+import { IdentityService } from '../identity/identity.service';
+import { ROLES, Role } from '../identity/membership.entity';
+import { SessionService } from '../identity/session.service';
+import { CliCommand, CliUsageError, optionalFlag, requireFlag } from './cli-command';
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function uuidFlag(flags: Parameters<typeof requireFlag>[0], name: string): string {
+  const value = requireFlag(flags, name);
+  if (!UUID.test(value)) throw new CliUsageError(`--${name} must be a UUID`);
+  return value;
+}
+
+export const identityCommands: Record<string, CliCommand> = {
+  'org:create': {
+    usage: 'org:create --name NAME',
+    async run(app, flags) {
+      const name = requireFlag(flags, 'name').trim();
+      if (!name || name.length > 200) throw new CliUsageError('--name must be 1 to 200 characters');
+      return app!.get(IdentityService).createOrganisation(name);
+    },
+  },
+  'user:create': {
+    usage: 'user:create --email EMAIL',
+    async run(app, flags) {
+      const email = requireFlag(flags, 'email').trim();
+      if (!EMAIL.test(email) || email.length > 320) throw new CliUsageError('--email must be an email address');
+      return app!.get(IdentityService).createUser(email);
+    },
+  },
+  'member:add': {
+    usage: 'member:add --org ID --user ID [--role owner|admin|member]',
+    async run(app, flags) {
+      const role = (optionalFlag(flags, 'role') ?? 'member') as Role;
+      if (!ROLES.includes(role)) throw new CliUsageError(`--role must be one of ${ROLES.join(', ')}`);
+      return app!.get(IdentityService).addMember(uuidFlag(flags, 'org'), uuidFlag(flags, 'user'), role);
+    },
+  },
+  'session:create': {
+    usage: 'session:create --user ID [--ttl SECONDS]',
+    async run(app, flags) {
+      const userId = uuidFlag(flags, 'user');
+      const ttlFlag = optionalFlag(flags, 'ttl');
+      if (ttlFlag !== undefined && !/^[1-9]\d{0,8}$/.test(ttlFlag)) {
+        throw new CliUsageError('--ttl must be a positive whole number of seconds');
+      }
+      const ttl = ttlFlag ? Number(ttlFlag) : app!.get(AppConfig).sessionTtlS;
+      if (!(await app!.get(IdentityService).userExists(userId))) throw new CliUsageError(`no user with id ${userId}`);
+      const session = await app!.get(SessionService).create(userId, ttl);
+      return { token: session.token, expires_at: session.expiresAt.toISOString() };
+    },
+  },
+  'session:revoke': {
+    usage: 'session:revoke --token TOKEN',
+    async run(app, flags) {
+      const revoked = await app!.get(SessionService).revoke(requireFlag(flags, 'token'));
+      if (!revoked) throw new CliUsageError('no live session with that token');
+      return { revoked: true };
+    },
+  },
+};

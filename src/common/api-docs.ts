@@ -1,0 +1,22 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiProperty, ApiResponse } from '@nestjs/swagger';
+
+/** The shared error body, as documented in OpenAPI. */
+export class ErrorResponse {
+  @ApiProperty({ example: 400 }) statusCode: number;
+  @ApiProperty({ example: 'Bad Request' }) error: string;
+  @ApiProperty({ example: 'organisation_id must be a UUID' }) message: string;
+  @ApiProperty({ example: 'validation_failed', description: 'Stable machine code' }) code: string;
+}
+
+/** Documents error statuses of a route, each with the shared error body: `@ApiErrors(400, 401, 403)`. */
+export const ApiErrors = (...statuses: number[]) =>
+  applyDecorators(...statuses.map((status) => ApiResponse({ status, type: ErrorResponse })));
+
+/** Names of the security schemes registered in the OpenAPI document (see main setup). */
+export const SECURITY = {
+  session: 'session',
+  sessionCookie: 'session_cookie',
+  serviceKey: 'service_key',
+  webhookSignature: 'webhook_signature',
+} as const;

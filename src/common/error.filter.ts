@@ -1,0 +1,92 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { STATUS_CODES } from 'node:http';
+import { AppException } from './app-exception';
+
+export interface ErrorBody {
+  statusCode: number;
+  error: string;
+  message: string;
+  code: string;
+}
+
+// Codes for errors raised by the framework rather than by our own code.
+const DEFAULT_CODES: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthenticated',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'too_many_requests',
+  500: 'internal_error',
+  503: 'service_unavailable',
+};
+
+/**
+ * Every error leaves the service through here, in one shape. 5xx details (stack, SQL, driver or
+ * provider text) go to the log with the request id and never into the response.
+ */
+@Catch()
+export class ErrorFilter implements ExceptionFilter {
+  private readonly logger = new Logger('ErrorFilter');
+
+  catch(exception: unknown, host: ArgumentsHost) {
+    const ctx = host.switchToHttp();
+    const req = ctx.getRequest<Request & { id?: string }>();
+    const res = ctx.getResponse<Response>();
+    const body = toErrorBody(exception);
+    if (body.statusCode >= 500) {
+      this.logger.error({ msg: 'request failed', reqId: req.id, method: req.method, path: req.path, err: exception });
+    }
+    if (res.headersSent) return;
+    res.status(body.statusCode).json(body);
+  }
+}
+
+export function toErrorBody(exception: unknown): ErrorBody {
+  if (exception instanceof AppException) {
+    return shape(exception.getStatus(), exception.code, exception.message);
+  }
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    const response = exception.getResponse();
+    const cause = exception.cause as { type?: string } | undefined;
+    if (status === 400 && (cause?.type === 'entity.parse.failed' || exception.cause instanceof SyntaxError)) {
+      return shape(400, 'invalid_json', 'The request body is not valid JSON.');
+    }
+    if (status === 400 && typeof response === 'object' && Array.isArray((response as { message?: unknown }).message)) {
+      // ValidationPipe: one line per failed constraint.
+      return shape(400, 'validation_failed', ((response as { message: string[] }).message).join('; '));
+    }
+    if (status === 413) return shape(413, 'payload_too_large', 'The request body is larger than 1 MiB.');
+    if (status >= 500) return shape(status, DEFAULT_CODES[status] ?? 'internal_error', genericMessage(status));
+    const message = typeof response === 'string' ? response : (response as { message?: unknown }).message;
+    return shape(status, DEFAULT_CODES[status] ?? 'error', typeof message === 'string' ? message : exception.message);
+  }
+  const status = httpStatusOf(exception);
+  if (status === 413) return shape(413, 'payload_too_large', 'The request body is larger than 1 MiB.');
+  if (status === 400 && (exception as { type?: string }).type === 'entity.parse.failed') {
+    return shape(400, 'invalid_json', 'The request body is not valid JSON.');
+  }
+  if (status && status < 500) return shape(status, DEFAULT_CODES[status] ?? 'error', STATUS_CODES[status] ?? 'Error');
+  return shape(HttpStatus.INTERNAL_SERVER_ERROR, 'internal_error', genericMessage(500));
+}
+
+function shape(statusCode: number, code: string, message: string): ErrorBody {
+  return { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message, code };
+}
+
+function genericMessage(status: number): string {
+  return status === 503
+    ? 'The service is temporarily unavailable. Try again shortly.'
+    : 'Something went wrong on our side. Quote the X-Request-Id header when reporting it.';
+}
+
+/** body-parser and similar middleware errors carry `status` (or `statusCode`) of their own. */
+function httpStatusOf(exception: unknown): number | undefined {
+  const e = exception as { status?: unknown; statusCode?: unknown } | null;
+  const status = e?.status ?? e?.statusCode;
+  return typeof status === 'number' && status >= 400 && status < 600 ? status : undefined;
+}

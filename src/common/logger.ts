@@ -1,0 +1,55 @@
+import { LoggerService } from '@nestjs/common';
+import pino, { Logger } from 'pino';
+
+// Anything that can carry a credential. pino replaces these paths before a line is written.
+const REDACT = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["x-service-key"]',
+  'req.headers["payprovider-signature"]',
+  'res.headers["set-cookie"]',
+  '*.token',
+  '*.secret',
+  '*.password',
+];
+
+export function createLogger(level: string): Logger {
+  return pino({ level, redact: { paths: REDACT, censor: '[redacted]' }, base: undefined });
+}
+
+/** Nest's logger interface over pino, so framework and application lines share one JSON format. */
+export class PinoNestLogger implements LoggerService {
+  constructor(private readonly logger: Logger) {}
+
+  log(message: unknown, context?: string) {
+    this.write('info', message, context);
+  }
+  error(message: unknown, traceOrContext?: string, context?: string) {
+    // Nest calls error(message, stack, context) or error(message, context).
+    const ctx = context ?? (traceOrContext && !traceOrContext.includes('\n') ? traceOrContext : undefined);
+    const stack = traceOrContext && traceOrContext.includes('\n') ? traceOrContext : undefined;
+    this.write('error', message, ctx, stack);
+  }
+  warn(message: unknown, context?: string) {
+    this.write('warn', message, context);
+  }
+  debug(message: unknown, context?: string) {
+    this.write('debug', message, context);
+  }
+  verbose(message: unknown, context?: string) {
+    this.write('trace', message, context);
+  }
+  fatal(message: unknown, context?: string) {
+    this.write('fatal', message, context);
+  }
+
+  private write(level: pino.Level, message: unknown, context?: string, stack?: string) {
+    if (message instanceof Error) {
+      this.logger[level]({ context, err: message }, message.message);
+    } else if (typeof message === 'object' && message !== null) {
+      this.logger[level]({ context, ...message, stack });
+    } else {
+      this.logger[level]({ context, stack }, String(message));
+    }
+  }
+}

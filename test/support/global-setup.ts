@@ -1,0 +1,49 @@
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { openDatabase } from '../../src/database/embedded-postgres';
+import { runMigrations, typeOrmOptions } from '../../src/database/typeorm-options';
+import { adminQuery, serverUrl } from './databases';
+
+/**
+ * Uses DATABASE_URL's server when set (CI), else starts an embedded PostgreSQL of its own in a temp
+ * directory. Then builds one migrated template database that every test file copies.
+ */
+export default async function globalSetup() {
+  if (process.env.DATABASE_URL) {
+    process.env.TEST_DATABASE_SERVER_URL = process.env.DATABASE_URL;
+  } else {
+    const dataDir = mkdtempSync(join(tmpdir(), 'billing-test-'));
+    const db = await openDatabase({
+      dataDir,
+      port: await freePort(),
+      log: { debug: () => undefined, warn: () => undefined },
+    });
+    (globalThis as { __TEST_DB__?: unknown }).__TEST_DB__ = { db, dataDir };
+    process.env.TEST_DATABASE_SERVER_URL = db.url;
+  }
+  process.env.TEST_RUN_ID = String(process.pid);
+  const template = `billing_tmpl_${process.pid}`;
+  process.env.TEST_TEMPLATE_DB = template;
+  await adminQuery(`DROP DATABASE IF EXISTS ${template}`);
+  await adminQuery(`CREATE DATABASE ${template}`);
+  const dataSource = await new DataSource(typeOrmOptions({ url: serverUrl(template) })).initialize();
+  try {
+    await runMigrations(dataSource);
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
