@@ -1,0 +1,318 @@
+// npm run bench: starts the built service on a fresh database, seeds an organisation, a session and a service
+// key, and measures the hot paths side by side with autocannon (32 connections, a warm-up first). Prints
+// figures; exits non-zero only when requests failed. It is a benchmark, not a test.
+import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
+import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 3);
+const SECRET = 'whsec_bench_secret';
+const SERVICE_KEY = 'bench-service-key';
+const ORGS = 500;
+
+const freePort = () =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+
+async function adminQuery(url, sql) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A fresh database: a new one on DATABASE_URL's server, else an embedded PostgreSQL in a temp dir. */
+async function prepareDatabase() {
+  const dataDir = mkdtempSync(join(tmpdir(), 'billing-bench-'));
+  if (process.env.DATABASE_URL) {
+    const name = `billing_bench_${Date.now()}`;
+    const admin = new URL(process.env.DATABASE_URL);
+    admin.pathname = '/postgres';
+    await adminQuery(admin.toString(), `CREATE DATABASE ${name}`);
+    const url = new URL(admin);
+    url.pathname = `/${name}`;
+    return {
+      env: { DATABASE_URL: url.toString(), DATA_DIR: dataDir },
+      url: url.toString(),
+      label: `PostgreSQL at ${admin.host} (DATABASE_URL)`,
+      cleanup: async () => {
+        await adminQuery(admin.toString(), `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  }
+  const port = await freePort();
+  return {
+    env: { DATA_DIR: dataDir, EMBEDDED_POSTGRES_PORT: String(port) },
+    url: `postgres://postgres:postgres@127.0.0.1:${port}/billing`,
+    label: 'embedded PostgreSQL',
+    cleanup: async () => rmSync(dataDir, { recursive: true, force: true }),
+  };
+}
+
+function startServer(env) {
+  const server = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', NODE_ENV: 'development', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  return server;
+}
+
+async function waitHealthy(base, server) {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (server.exitCode !== null) throw new Error(`the service exited with ${server.exitCode}`);
+    try {
+      if ((await fetch(`${base}/api/health`)).ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('the service did not become healthy within 60 s');
+}
+
+/** Peak resident set size of a process (VmHWM), in MiB. */
+function peakRssMiB(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+async function seed(url) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const token = randomBytes(32).toString('base64url');
+    const { rows: [user] } = await client.query(`INSERT INTO users (email) VALUES ('bench@example.com') RETURNING id`);
+    const { rows: orgs } = await client.query(
+      `INSERT INTO organisations (name) SELECT 'bench ' || g FROM generate_series(1, $1) g RETURNING id`,
+      [ORGS],
+    );
+    const orgIds = orgs.map((o) => o.id);
+    await client.query(
+      `INSERT INTO memberships (organisation_id, user_id, role) SELECT unnest($1::uuid[]), $2, 'owner'`,
+      [orgIds, user.id],
+    );
+    // Enterprise limits on every organisation, so the usage benchmark measures writes, not refusals.
+    await client.query(
+      `INSERT INTO licenses (organisation_id, tier, subscription_id, subscription_status, current_period_start, current_period_end)
+       SELECT id, 'enterprise', 'sub_bench_' || id, 'active', extract(epoch from now())::bigint - 86400, extract(epoch from now())::bigint + 86400 * 30
+       FROM unnest($1::uuid[]) id`,
+      [orgIds],
+    );
+    await client.query(
+      `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, now() + interval '1 day')`,
+      [createHash('sha256').update(token).digest(), user.id],
+    );
+    return { token, orgIds };
+  } finally {
+    await client.end();
+  }
+}
+
+function sign(body) {
+  const t = Math.floor(Date.now() / 1000);
+  return `t=${t},v1=${createHmac('sha256', SECRET).update(`${t}.${body}`).digest('hex')}`;
+}
+
+let eventSeq = 0;
+/** Distinct events of mixed kinds, as the provider would send them. */
+function nextEvent(orgIds) {
+  const n = eventSeq++;
+  const org = orgIds[n % orgIds.length];
+  const now = Math.floor(Date.now() / 1000);
+  const created = now - 60 + (n % 60);
+  if (n % 2 === 0) {
+    return {
+      id: `evt_bench_${randomUUID()}`,
+      object: 'event',
+      type: 'invoice.payment_succeeded',
+      created,
+      livemode: false,
+      data: {
+        object: {
+          id: `in_bench_${randomUUID()}`,
+          object: 'invoice',
+          customer: `cus_bench_${org}`,
+          amount_paid: 2900,
+          currency: 'eur',
+          created,
+          hosted_invoice_url: 'https://pay.example/invoice',
+          status_transitions: { paid_at: created },
+          metadata: { organisation_id: org },
+          parent: {
+            type: 'subscription_details',
+            subscription_details: { subscription: `sub_bench_${org}`, metadata: { organisation_id: org } },
+          },
+          lines: { object: 'list', data: [{ period: { start: now - 86400, end: now + 86400 * 30 } }] },
+        },
+      },
+    };
+  }
+  const tier = n % 4 === 1 ? 'team' : 'enterprise';
+  return {
+    id: `evt_bench_${randomUUID()}`,
+    object: 'event',
+    type: 'customer.subscription.updated',
+    created: now + n, // strictly newer, so every update applies instead of being stale
+    livemode: false,
+    data: {
+      object: {
+        id: `sub_bench_${org}`,
+        object: 'subscription',
+        customer: `cus_bench_${org}`,
+        status: 'active',
+        metadata: { organisation_id: org, tier },
+        items: {
+          object: 'list',
+          data: [
+            {
+              id: `si_bench_${org}`,
+              object: 'subscription_item',
+              current_period_start: now - 86400,
+              current_period_end: now + 86400 * 30,
+              price: { id: `price_${tier}`, object: 'price', lookup_key: `${tier}_monthly`, metadata: { tier } },
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+function scenarios(base, { token, orgIds }) {
+  const auth = { authorization: `Bearer ${token}` };
+  let usageSeq = 0;
+  return [
+    { name: 'GET /api/health (baseline)', opts: { url: `${base}/api/health` } },
+    {
+      name: 'GET /api/licensing/status',
+      opts: {
+        url: base,
+        requests: [
+          {
+            setupRequest: (req) => ({
+              ...req,
+              method: 'GET',
+              path: `/api/licensing/status?organisation_id=${orgIds[usageSeq++ % orgIds.length]}`,
+              headers: auth,
+            }),
+          },
+        ],
+      },
+    },
+    {
+      name: 'POST /api/webhooks/payprovider',
+      opts: {
+        url: base,
+        requests: [
+          {
+            setupRequest: (req) => {
+              const body = JSON.stringify(nextEvent(orgIds));
+              return {
+                ...req,
+                method: 'POST',
+                path: '/api/webhooks/payprovider',
+                headers: { 'content-type': 'application/json', 'payprovider-signature': sign(body) },
+                body,
+              };
+            },
+          },
+        ],
+      },
+    },
+    {
+      name: 'POST /api/licensing/usage',
+      opts: {
+        url: base,
+        requests: [
+          {
+            setupRequest: (req) => ({
+              ...req,
+              method: 'POST',
+              path: '/api/licensing/usage',
+              headers: { 'content-type': 'application/json', 'x-service-key': SERVICE_KEY },
+              body: JSON.stringify({ organisation_id: orgIds[usageSeq++ % orgIds.length], metric: 'ai_tokens', amount: 1 }),
+            }),
+          },
+        ],
+      },
+    },
+  ];
+}
+
+const run = (opts, duration) => autocannon({ connections: CONNECTIONS, duration, ...opts });
+
+async function main() {
+  const db = await prepareDatabase();
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const server = startServer({
+    ...db.env,
+    PORT: String(port),
+    PAYPROVIDER_WEBHOOK_SECRET: SECRET,
+    SERVICE_API_KEYS: SERVICE_KEY,
+  });
+  let failed = false;
+  try {
+    await waitHealthy(base, server);
+    const seeded = await seed(db.url);
+    const rows = [];
+    for (const { name, opts } of scenarios(base, seeded)) {
+      await run(opts, WARMUP_S);
+      const r = await run(opts, DURATION_S);
+      rows.push({ name, r });
+      if (r.non2xx || r.errors || r.timeouts) failed = true;
+    }
+    const baseline = rows[0].r.requests.average;
+    console.log(`\nmachine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`);
+    console.log(`database: ${db.label}; ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s each\n`);
+    console.table(
+      rows.map(({ name, r }) => ({
+        endpoint: name,
+        'req/s': Math.round(r.requests.average),
+        'p50 ms': r.latency.p50,
+        'p97.5 ms': r.latency.p97_5,
+        'p99 ms': r.latency.p99,
+        non2xx: r.non2xx,
+        errors: r.errors + r.timeouts,
+        'x baseline': (r.requests.average / baseline).toFixed(2),
+      })),
+    );
+    console.log(`server peak RSS: ${peakRssMiB(server.pid).toFixed(0)} MiB`);
+  } finally {
+    const exited = new Promise((r) => server.once('exit', r));
+    server.kill('SIGTERM');
+    await exited;
+    await db.cleanup();
+  }
+  if (failed) {
+    console.error('\nsome requests failed (non-2xx, errors or timeouts): see the table');
+    process.exit(1);
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
