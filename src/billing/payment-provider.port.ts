@@ -53,10 +53,17 @@ export abstract class PaymentProvider {
   /** Human-readable name for logs: "stripe" or "sandbox". */
   abstract readonly name: string;
 
+  /**
+   * True when a checkout needs the tier's configured price id (PAYPROVIDER_PRICE_<TIER>): a real provider
+   * sells prices, not tiers. The sandbox invents its own prices and says false.
+   */
+  abstract readonly requiresPriceIds: boolean;
+
   /** Throws PaymentProviderError('not_found') for an id the provider does not know. */
   abstract retrieveCheckoutSession(sessionId: string): Promise<CheckoutSessionInfo>;
 
   abstract createCheckoutSession(input: CreateCheckoutInput): Promise<{ id: string; url: string }>;
 
+  /** Throws PaymentProviderError('not_found') for a customer the provider does not know. */
   abstract createPortalSession(customerId: string, returnUrl: string): Promise<{ url: string }>;
 }

@@ -24,6 +24,8 @@ export class AppConfig {
   readonly webhookToleranceS: number;
   readonly providerSecretKey?: string;
   readonly providerApiUrl: URL;
+  /** Per-attempt timeout of a call to the provider (the SDK retries twice), capped at 10 s. */
+  readonly providerTimeoutMs: number;
   /** Tier name → provider price id, from PAYPROVIDER_PRICE_<TIER>. */
   readonly providerPrices: Record<string, string>;
   readonly appUrl: URL;
@@ -58,6 +60,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookToleranceS: int(env, 'PAYPROVIDER_WEBHOOK_TOLERANCE_S', 300, 1, 86_400),
     providerSecretKey: nonEmpty(env.PAYPROVIDER_SECRET_KEY),
     providerApiUrl: url(env, 'PAYPROVIDER_API_URL', 'https://api.stripe.com'),
+    providerTimeoutMs: int(env, 'PAYPROVIDER_TIMEOUT_MS', 10_000, 50, 10_000),
     providerPrices: providerPrices(env, tiers),
     appUrl: origin(env, 'APP_URL', 'http://localhost:3000'),
     tiers,

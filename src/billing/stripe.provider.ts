@@ -1,0 +1,124 @@
+import { Logger } from '@nestjs/common';
+import Stripe from 'stripe';
+import { AppConfig } from '../config/app-config';
+import { providerCalls } from '../ops/metrics';
+import {
+  CheckoutSessionInfo,
+  CreateCheckoutInput,
+  PaymentProvider,
+  PaymentProviderError,
+  PaymentProviderErrorKind,
+} from './payment-provider.port';
+
+/**
+ * The payment-provider port over the official `stripe` SDK: the only file that calls the provider's API.
+ * Every SDK error leaves here as a PaymentProviderError, so no SDK type reaches the services.
+ */
+export class StripePaymentProvider extends PaymentProvider {
+  readonly name = 'stripe';
+  readonly requiresPriceIds = true;
+  private readonly logger = new Logger('StripePaymentProvider');
+  private readonly stripe: Stripe;
+
+  constructor(config: AppConfig) {
+    super();
+    const api = config.providerApiUrl;
+    this.stripe = new Stripe(config.providerSecretKey!, {
+      // Pinned so an SDK upgrade that moves the API version is a visible, reviewed change.
+      apiVersion: '2026-10-28.endive',
+      host: api.hostname,
+      port: api.port || (api.protocol === 'https:' ? 443 : 80),
+      protocol: api.protocol === 'https:' ? 'https' : 'http',
+      timeout: config.providerTimeoutMs,
+      // Retries back off 0.5 s, 1 s: a stuck provider costs a user at most ~3 timeouts.
+      maxNetworkRetries: 2,
+      appInfo: { name: 'billing-licensing-service' },
+    });
+  }
+
+  retrieveCheckoutSession(sessionId: string): Promise<CheckoutSessionInfo> {
+    return this.call('checkout_session.retrieve', async () => {
+      const s = await this.stripe.checkout.sessions.retrieve(sessionId);
+      return {
+        id: s.id,
+        paymentStatus: s.payment_status,
+        status: s.status,
+        amountTotal: s.amount_total,
+        currency: s.currency,
+        created: s.created,
+        metadata: s.metadata ?? {},
+        clientReferenceId: s.client_reference_id,
+        customerId: idOf(s.customer),
+        subscriptionId: idOf(s.subscription),
+      };
+    });
+  }
+
+  createCheckoutSession(input: CreateCheckoutInput): Promise<{ id: string; url: string }> {
+    const priceId = input.priceId;
+    if (!priceId) throw new PaymentProviderError('rejected', `no price id for tier ${input.tier}`);
+    return this.call('checkout_session.create', async () => {
+      const metadata = { organisation_id: input.organisationId, tier: input.tier };
+      const s = await this.stripe.checkout.sessions.create({
+        mode: 'subscription',
+        line_items: [{ price: priceId, quantity: 1 }],
+        client_reference_id: input.organisationId,
+        customer: input.customerId,
+        metadata,
+        subscription_data: { metadata },
+        success_url: input.successUrl,
+        cancel_url: input.cancelUrl,
+      });
+      if (!s.url) throw new PaymentProviderError('rejected', `checkout session ${s.id} came back without a url`);
+      return { id: s.id, url: s.url };
+    });
+  }
+
+  createPortalSession(customerId: string, returnUrl: string): Promise<{ url: string }> {
+    return this.call('portal_session.create', async () => {
+      const s = await this.stripe.billingPortal.sessions.create({ customer: customerId, return_url: returnUrl });
+      return { url: s.url };
+    });
+  }
+
+  /** Times the call, maps failures onto the port's error kinds, and logs what an operator needs. */
+  private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    const started = process.hrtime.bigint();
+    const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
+    try {
+      const result = await fn();
+      providerCalls.observe({ operation, outcome: 'ok' }, seconds());
+      return result;
+    } catch (err) {
+      const mapped = toPortError(err);
+      providerCalls.observe({ operation, outcome: mapped.kind }, seconds());
+      if (mapped.kind !== 'not_found') {
+        // Only selected fields: an SDK error also carries request headers, which we never log whole.
+        const e = err as Partial<Stripe.errors.StripeError>;
+        this.logger.warn({ msg: 'payment provider call failed', operation, kind: mapped.kind,
+          status: e.statusCode, type: e.type, code: e.code, providerRequestId: e.requestId, error: mapped.message });
+      }
+      throw mapped;
+    }
+  }
+}
+
+function idOf(value: string | { id: string } | null): string | null {
+  return typeof value === 'string' ? value : (value?.id ?? null);
+}
+
+export function toPortError(err: unknown): PaymentProviderError {
+  if (err instanceof PaymentProviderError) return err;
+  if (!(err instanceof Stripe.errors.StripeError)) {
+    return new PaymentProviderError('unavailable', err instanceof Error ? err.message : String(err));
+  }
+  return new PaymentProviderError(kindOf(err), err.message);
+}
+
+function kindOf(err: InstanceType<typeof Stripe.errors.StripeError>): PaymentProviderErrorKind {
+  const status = err.statusCode;
+  if (err instanceof Stripe.errors.StripeConnectionError || status === undefined) return 'unavailable';
+  if (status === 429 || status >= 500) return 'unavailable';
+  if (status === 404 || err.code === 'resource_missing') return 'not_found';
+  return 'rejected';
+}
