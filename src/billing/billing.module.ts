@@ -1,4 +1,23 @@
 import { Module } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
+import { BillingController } from './billing.controller';
+import { CheckoutService } from './checkout.service';
+import { HistoryService } from './history.service';
+import { createPaymentProvider } from './payment-provider.factory';
+import { PaymentProvider } from './payment-provider.port';
+import { PortalService } from './portal.service';
+import { SessionReportService } from './session-report.service';
 
-@Module({})
+/** Checkout, portal, session report and history; the provider is reached only through the PaymentProvider port. */
+@Module({
+  controllers: [BillingController],
+  providers: [
+    { provide: PaymentProvider, useFactory: createPaymentProvider, inject: [AppConfig] },
+    SessionReportService,
+    CheckoutService,
+    PortalService,
+    HistoryService,
+  ],
+  exports: [PaymentProvider],
+})
 export class BillingModule {}

@@ -1,0 +1,67 @@
+import { Body, Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiCookieAuth,
+  ApiCreatedResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
+import { ApiErrors, SECURITY } from '../common/api-docs';
+import { AuthUser, CurrentUser } from '../common/current-user.decorator';
+import { CheckoutCreatedResponse, CreateCheckoutDto } from './checkout.dto';
+import { CheckoutService } from './checkout.service';
+import { HistoryPage, HistoryQuery } from './history.dto';
+import { HistoryService } from './history.service';
+import { PortalQuery, PortalSessionResponse } from './portal.dto';
+import { PortalService } from './portal.service';
+import { CheckoutSessionResult } from './session.dto';
+import { SessionReportService } from './session-report.service';
+
+@ApiTags('billing')
+@ApiBearerAuth(SECURITY.session)
+@ApiCookieAuth(SECURITY.sessionCookie)
+@Controller('api/billing')
+export class BillingController {
+  constructor(
+    private readonly sessions: SessionReportService,
+    private readonly checkout: CheckoutService,
+    private readonly portal: PortalService,
+    private readonly history: HistoryService,
+  ) {}
+
+  @Get('session')
+  @ApiOperation({ summary: 'Report a completed checkout session (caller must be a member of its organisation)' })
+  @ApiQuery({ name: 'session_id', required: true, description: 'Checkout session id, ^cs_[A-Za-z0-9_]{1,250}$' })
+  @ApiOkResponse({ type: CheckoutSessionResult })
+  @ApiErrors(400, 401, 403, 404, 500)
+  session(@CurrentUser() user: AuthUser, @Query('session_id') sessionId: unknown): Promise<CheckoutSessionResult> {
+    return this.sessions.report(user.id, sessionId);
+  }
+
+  @Get('portal')
+  @ApiOperation({ summary: 'Open a billing-portal session (owner or admin; needs a customer record)' })
+  @ApiOkResponse({ type: PortalSessionResponse })
+  @ApiErrors(400, 401, 403, 404, 500)
+  openPortal(@CurrentUser() user: AuthUser, @Query() query: PortalQuery): Promise<PortalSessionResponse> {
+    return this.portal.open(user.id, query.organisation_id);
+  }
+
+  @Post('checkout')
+  @HttpCode(201)
+  @ApiOperation({ summary: 'Start a subscription checkout for a paid tier (owner or admin)' })
+  @ApiCreatedResponse({ type: CheckoutCreatedResponse })
+  @ApiErrors(400, 401, 403, 500)
+  createCheckout(@CurrentUser() user: AuthUser, @Body() body: CreateCheckoutDto): Promise<CheckoutCreatedResponse> {
+    return this.checkout.create(user.id, body);
+  }
+
+  @Get('history')
+  @ApiOperation({ summary: "An organisation's paid invoices, newest first (any member)" })
+  @ApiOkResponse({ type: HistoryPage })
+  @ApiErrors(400, 401, 403)
+  listHistory(@CurrentUser() user: AuthUser, @Query() query: HistoryQuery): Promise<HistoryPage> {
+    return this.history.list(user.id, query);
+  }
+}

@@ -1,0 +1,39 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
+
+export class CreateCheckoutDto {
+  @ApiProperty({ format: 'uuid' })
+  @IsUUID()
+  organisation_id: string;
+
+  @ApiProperty({ example: 'pro', description: 'A paid tier of the tier table (not free)' })
+  @IsString()
+  @MaxLength(64)
+  tier: string;
+
+  @ApiPropertyOptional({
+    example: 'http://localhost:3000/billing/success?session_id={CHECKOUT_SESSION_ID}',
+    description: 'Absolute URL under APP_URL; default APP_URL/billing/success?session_id={CHECKOUT_SESSION_ID}',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2048)
+  success_url?: string;
+
+  @ApiPropertyOptional({
+    example: 'http://localhost:3000/billing/cancel',
+    description: 'Absolute URL under APP_URL; default APP_URL/billing/cancel',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2048)
+  cancel_url?: string;
+}
+
+export class CheckoutCreatedResponse {
+  @ApiProperty({ example: 'cs_test_a1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY' })
+  session_id: string;
+
+  @ApiProperty({ example: 'https://checkout.stripe.com/c/pay/cs_test_a1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY' })
+  url: string;
+}

@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { AppException } from '../common/app-exception';
+import { AppConfig } from '../config/app-config';
+import { IdentityService } from '../identity/identity.service';
+import { CheckoutCreatedResponse, CreateCheckoutDto } from './checkout.dto';
+import { PaymentProvider } from './payment-provider.port';
+import { providerFailure } from './provider-failure';
+import { requireReturnUrl } from './return-url';
+import { BILLING_ROLES } from './billing-roles';
+
+/** POST /api/billing/checkout: opens a subscription checkout for a paid tier. */
+@Injectable()
+export class CheckoutService {
+  constructor(
+    private readonly provider: PaymentProvider,
+    private readonly identity: IdentityService,
+    private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+  ) {}
+
+  async create(userId: string, dto: CreateCheckoutDto): Promise<CheckoutCreatedResponse> {
+    await this.identity.requireMember(userId, dto.organisation_id, BILLING_ROLES);
+    const { tier } = dto;
+    if (tier === 'free' || !Object.hasOwn(this.config.tiers, tier)) {
+      const paid = Object.keys(this.config.tiers).filter((t) => t !== 'free');
+      throw new AppException(400, 'invalid_tier', `tier must be one of ${paid.join(', ')}.`);
+    }
+    const app = this.config.appUrl;
+    const successUrl = requireReturnUrl(
+      'success_url',
+      dto.success_url ?? `${app.origin}/billing/success?session_id={CHECKOUT_SESSION_ID}`,
+      app,
+    );
+    const cancelUrl = requireReturnUrl('cancel_url', dto.cancel_url ?? `${app.origin}/billing/cancel`, app);
+    const priceId = this.config.providerPrices[tier];
+    if (!priceId && this.provider.requiresPriceIds) {
+      // A known tier nobody configured a price for: say so rather than fail inside the provider.
+      throw new AppException(400, 'tier_not_for_sale', `The tier ${tier} has no price configured and cannot be bought.`);
+    }
+    const [org] = await this.db.query(`SELECT provider_customer_id FROM organisations WHERE id = $1`, [dto.organisation_id]);
+    try {
+      const session = await this.provider.createCheckoutSession({
+        organisationId: dto.organisation_id,
+        tier,
+        priceId,
+        customerId: org?.provider_customer_id ?? undefined,
+        successUrl,
+        cancelUrl,
+      });
+      return { session_id: session.id, url: session.url };
+    } catch (err) {
+      throw providerFailure(err);
+    }
+  }
+}

@@ -1,0 +1,52 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { AppException } from '../common/app-exception';
+import { AppConfig } from '../config/app-config';
+import { IdentityService } from '../identity/identity.service';
+import { BILLING_ROLES } from './billing-roles';
+import { PaymentProvider, PaymentProviderError } from './payment-provider.port';
+import { PortalSessionResponse } from './portal.dto';
+import { providerFailure } from './provider-failure';
+
+/** GET /api/billing/portal: a provider-hosted page where an owner or admin manages the subscription. */
+@Injectable()
+export class PortalService {
+  constructor(
+    private readonly provider: PaymentProvider,
+    private readonly identity: IdentityService,
+    private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+  ) {}
+
+  async open(userId: string, organisationId?: string): Promise<PortalSessionResponse> {
+    const orgId = organisationId ?? (await this.onlyOrganisationOf(userId));
+    await this.identity.requireMember(userId, orgId, BILLING_ROLES);
+    const [org] = await this.db.query(`SELECT provider_customer_id FROM organisations WHERE id = $1`, [orgId]);
+    const customerId: string | null = org?.provider_customer_id ?? null;
+    if (!customerId) throw noCustomer();
+    try {
+      return await this.provider.createPortalSession(customerId, new URL('/billing', this.config.appUrl).href);
+    } catch (err) {
+      // The provider no longer knows the customer (deleted there): for us that is no customer record either.
+      if (err instanceof PaymentProviderError && err.kind === 'not_found') throw noCustomer();
+      throw providerFailure(err);
+    }
+  }
+
+  /** The seed's portal takes no parameter: that works while the caller belongs to exactly one organisation. */
+  private async onlyOrganisationOf(userId: string): Promise<string> {
+    const memberships = await this.identity.membershipsOf(userId);
+    if (memberships.length !== 1) {
+      throw new AppException(
+        400,
+        'organisation_id_required',
+        'You belong to several organisations (or none): name one with organisation_id.',
+      );
+    }
+    return memberships[0].organisation_id;
+  }
+}
+
+const noCustomer = () =>
+  new AppException(404, 'no_customer', 'This organisation has no customer record with the payment provider yet.');

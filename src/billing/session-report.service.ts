@@ -1,0 +1,60 @@
+import { Injectable } from '@nestjs/common';
+import { isUUID } from 'class-validator';
+import { AppException, notAMember } from '../common/app-exception';
+import { IdentityService } from '../identity/identity.service';
+import { CheckoutSessionInfo, PaymentProvider, PaymentProviderError } from './payment-provider.port';
+import { providerFailure } from './provider-failure';
+import { CheckoutSessionResult } from './session.dto';
+
+// Checked before the provider is called, so a crafted id (`../customers/cus_1`) never reaches its API.
+const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
+const COMPLETED = ['paid', 'no_payment_required'];
+
+/** GET /api/billing/session: what a completed checkout bought, for a member of the buying organisation. */
+@Injectable()
+export class SessionReportService {
+  constructor(
+    private readonly provider: PaymentProvider,
+    private readonly identity: IdentityService,
+  ) {}
+
+  async report(userId: string, sessionId: unknown): Promise<CheckoutSessionResult> {
+    if (sessionId === undefined || sessionId === '') {
+      throw new AppException(400, 'session_id_required', 'The query parameter session_id is required.');
+    }
+    if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
+      throw new AppException(400, 'invalid_session_id', 'session_id must look like cs_… (letters, digits, _).');
+    }
+    const session = await this.retrieve(sessionId);
+    // Access before payment state: a stranger learns nothing about someone else's checkout.
+    await this.requireBuyer(userId, session);
+    if (!COMPLETED.includes(session.paymentStatus)) {
+      throw new AppException(400, 'payment_not_completed', 'The payment of this checkout session is not completed.');
+    }
+    return {
+      session_id: session.id,
+      amount_total: session.amountTotal ?? 0,
+      currency: (session.currency ?? '').toUpperCase(),
+      tier: session.metadata.tier ?? null,
+      created: session.created,
+    };
+  }
+
+  private async retrieve(sessionId: string): Promise<CheckoutSessionInfo> {
+    try {
+      return await this.provider.retrieveCheckoutSession(sessionId);
+    } catch (err) {
+      if (err instanceof PaymentProviderError && err.kind === 'not_found') {
+        throw new AppException(404, 'session_not_found', 'The payment provider knows no checkout session with this id.');
+      }
+      throw providerFailure(err);
+    }
+  }
+
+  /** A session names its organisation in metadata (ours) or client_reference_id; one naming none is nobody's. */
+  private async requireBuyer(userId: string, session: CheckoutSessionInfo): Promise<void> {
+    const organisationId = session.metadata.organisation_id || session.clientReferenceId;
+    if (!organisationId || !isUUID(organisationId)) throw notAMember();
+    await this.identity.requireMember(userId, organisationId);
+  }
+}
