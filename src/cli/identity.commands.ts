@@ -2,6 +2,7 @@ import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
 import { ROLES, Role } from '../identity/membership.entity';
 import { SessionService } from '../identity/session.service';
+import { MemberLimitService } from '../licensing/member-limit.service';
 import { CliCommand, CliUsageError, optionalFlag, requireFlag } from './cli-command';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -35,7 +36,8 @@ export const identityCommands: Record<string, CliCommand> = {
     async run(app, flags) {
       const role = (optionalFlag(flags, 'role') ?? 'member') as Role;
       if (!ROLES.includes(role)) throw new CliUsageError(`--role must be one of ${ROLES.join(', ')}`);
-      return app!.get(IdentityService).addMember(uuidFlag(flags, 'org'), uuidFlag(flags, 'user'), role);
+      // Through the licensing module: a new member beyond the users limit in force is refused.
+      return app!.get(MemberLimitService).addMember(uuidFlag(flags, 'org'), uuidFlag(flags, 'user'), role);
     },
   },
   'session:create': {

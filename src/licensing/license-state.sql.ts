@@ -1,0 +1,52 @@
+import { AppConfig } from '../config/app-config';
+
+/**
+ * The license state of organisation $1, as SQL common table expressions, so that the status read and the
+ * usage write compute the tier, the flags and the limits in force inside the very statement that uses
+ * them (no read-then-write gap for a concurrent webhook to slip into).
+ *
+ * Parameters: $1 organisation id, $2 the tier table (jsonb, tier → limits), $3 the grace period in seconds.
+ * Statements that embed it number their own parameters from $4.
+ *
+ * `state` has one row (also for an organisation without a license row, or one that does not exist):
+ *   tier, is_active, is_expired, tier_known, limits (jsonb of the limits in force), ai_period (start of
+ *   the ai_tokens billing period, Unix seconds).
+ */
+export const LICENSE_STATE = `
+  license AS (
+    SELECT COALESCE(l.tier, 'free') AS tier,
+           l.subscription_status AS status,
+           l.current_period_start AS period_start,
+           l.current_period_end AS period_end,
+           extract(epoch FROM now())::bigint AS now_s
+    FROM (SELECT 1) AS one
+    LEFT JOIN licenses l ON l.organisation_id = $1::uuid
+  ),
+  flags AS (
+    SELECT license.*,
+           COALESCE(
+             tier = 'free'
+             OR status IN ('active', 'trialing')
+             OR (status = 'past_due' AND now_s <= period_end + $3::bigint),
+             false) AS is_active,
+           COALESCE(
+             tier <> 'free' AND (
+               status IN ('unpaid', 'incomplete_expired', 'canceled')
+               OR (status = 'past_due' AND now_s > period_end + $3::bigint)),
+             false) AS is_expired,
+           $2::jsonb ? tier AS tier_known
+    FROM license
+  ),
+  state AS (
+    SELECT tier, is_active, is_expired, tier_known,
+           CASE WHEN is_active AND tier_known THEN $2::jsonb -> tier ELSE $2::jsonb -> 'free' END AS limits,
+           CASE WHEN tier <> 'free' AND is_active AND period_start IS NOT NULL THEN period_start
+                ELSE extract(epoch FROM date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::bigint
+           END AS ai_period
+    FROM flags
+  )`;
+
+/** Values for $1..$3 of LICENSE_STATE. */
+export function licenseStateParams(config: AppConfig, organisationId: string): [string, string, number] {
+  return [organisationId, JSON.stringify(config.tiers), config.gracePeriodDays * 86_400];
+}

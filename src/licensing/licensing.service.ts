@@ -1,0 +1,77 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { AppException, notAMember } from '../common/app-exception';
+import { AppConfig } from '../config/app-config';
+import { Metric } from '../config/tiers';
+import { LICENSE_STATE, licenseStateParams } from './license-state.sql';
+
+export interface LicenseStatus {
+  license: { is_active: boolean; is_expired: boolean; tier: string };
+  usage: Record<Metric, { used: number; limit: number; at_capacity: boolean }>;
+}
+
+export interface CheckResult {
+  allowed: boolean;
+  used: number;
+  limit: number;
+  remaining: number;
+}
+
+/**
+ * One round trip: the caller's access, the license state and every usage count. $4 is the calling user,
+ * or NULL for a trusted back-end (service key), for which the organisation only has to exist.
+ */
+const STATUS_SQL = `
+  WITH ${LICENSE_STATE}
+  SELECT s.tier, s.is_active, s.is_expired, s.tier_known,
+         (s.limits ->> 'projects')::bigint AS projects_limit,
+         (s.limits ->> 'ai_tokens')::bigint AS ai_tokens_limit,
+         (s.limits ->> 'users')::bigint AS users_limit,
+         COALESCE((SELECT used FROM usage_counters
+                   WHERE organisation_id = $1 AND metric = 'projects' AND period_start = 0), 0) AS projects_used,
+         COALESCE((SELECT used FROM usage_counters
+                   WHERE organisation_id = $1 AND metric = 'ai_tokens' AND period_start = s.ai_period), 0) AS ai_tokens_used,
+         (SELECT count(*) FROM memberships WHERE organisation_id = $1) AS users_used
+  FROM state s
+  WHERE CASE WHEN $4::uuid IS NULL THEN EXISTS (SELECT 1 FROM organisations WHERE id = $1)
+             ELSE EXISTS (SELECT 1 FROM memberships WHERE organisation_id = $1 AND user_id = $4::uuid) END`;
+
+export const organisationNotFound = (id: string) =>
+  new AppException(404, 'organisation_not_found', `No organisation with id ${id}.`);
+
+/** Reads an organisation's license and usage against the limits in force. */
+@Injectable()
+export class LicensingService {
+  private readonly logger = new Logger(LicensingService.name);
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** `userId` null: a service-key caller (404 for an unknown organisation); else members only (403). */
+  async status(organisationId: string, userId: string | null, manager: EntityManager = this.db.manager): Promise<LicenseStatus> {
+    const [row] = await manager.query(STATUS_SQL, [...licenseStateParams(this.config, organisationId), userId]);
+    if (!row) throw userId ? notAMember() : organisationNotFound(organisationId);
+    if (!row.tier_known) {
+      // TIERS_FILE no longer lists this tier: free limits apply until the license changes.
+      this.logger.warn({ msg: 'license tier missing from the tier table; free limits apply', organisationId, tier: row.tier });
+    }
+    const metric = (name: Metric) => {
+      const used = Number(row[`${name}_used`]);
+      const limit = Number(row[`${name}_limit`]);
+      return { used, limit, at_capacity: used >= limit };
+    };
+    return {
+      license: { is_active: row.is_active, is_expired: row.is_expired, tier: row.tier },
+      usage: { projects: metric('projects'), ai_tokens: metric('ai_tokens'), users: metric('users') },
+    };
+  }
+
+  /** Would `amount` more of `metric` fit under the limit in force? */
+  async check(organisationId: string, userId: string | null, metric: Metric, amount: number): Promise<CheckResult> {
+    const { used, limit } = (await this.status(organisationId, userId)).usage[metric];
+    return { allowed: used + amount <= limit, used, limit, remaining: Math.max(limit - used, 0) };
+  }
+}

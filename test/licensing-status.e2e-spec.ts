@@ -1,0 +1,178 @@
+import { randomUUID } from 'node:crypto';
+import { IdentityService } from '../src/identity/identity.service';
+import { DAY, errorBody, monthStartS, nowS, setLicense, setUsage } from './licensing-fixtures';
+import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
+
+const FREE = { projects: 3, ai_tokens: 100_000, users: 3 };
+const PRO = { projects: 25, ai_tokens: 2_000_000, users: 10 };
+
+/** The whole expected body, for toEqual. */
+function body(tier: string, is_active: boolean, is_expired: boolean, limits: typeof FREE, used = { projects: 0, ai_tokens: 0, users: 1 }) {
+  const metric = (m: keyof typeof FREE) => ({ used: used[m], limit: limits[m], at_capacity: used[m] >= limits[m] });
+  return {
+    license: { is_active, is_expired, tier },
+    usage: { projects: metric('projects'), ai_tokens: metric('ai_tokens'), users: metric('users') },
+  };
+}
+
+describe('GET /api/licensing/status', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  async function memberOfNewOrg() {
+    const org = await createOrganisation(t);
+    const user = await createUserWithSession(t, { org: org.id, role: 'member' });
+    return { org, user };
+  }
+  const status = (orgId: string, auth: Record<string, string>) =>
+    t.http().get('/api/licensing/status').query({ organisation_id: orgId }).set(auth);
+
+  it('200: an organisation without a license row is free, active, not expired, and nothing else is in the body', async () => {
+    const { org, user } = await memberOfNewOrg();
+    const res = await status(org.id, user.auth).expect(200);
+    expect(res.body).toEqual(body('free', true, false, FREE));
+  });
+
+  describe('request errors', () => {
+    it('400 when organisation_id is missing, not a UUID, or given twice', async () => {
+      const { org, user } = await memberOfNewOrg();
+      for (const url of [
+        '/api/licensing/status',
+        '/api/licensing/status?organisation_id=',
+        '/api/licensing/status?organisation_id=not-a-uuid',
+        `/api/licensing/status?organisation_id=${org.id}&organisation_id=${org.id}`,
+        `/api/licensing/status?organisation_id[]=${org.id}`,
+      ]) {
+        const res = await t.http().get(url).set(user.auth);
+        expect([url, res.status]).toEqual([url, 400]);
+        expect(res.body).toEqual(errorBody(400, 'validation_failed'));
+      }
+    });
+
+    it('401 without a valid session', async () => {
+      const { org } = await memberOfNewOrg();
+      expect((await status(org.id, {}).expect(401)).body).toEqual(errorBody(401, 'unauthenticated'));
+      await status(org.id, { Authorization: 'Bearer nope' }).expect(401);
+      // A service key is not a session.
+      await status(org.id, { 'X-Service-Key': 'anything' }).expect(401);
+    });
+
+    it('403 for a non-member, with the same body as for an organisation that does not exist', async () => {
+      const { org } = await memberOfNewOrg();
+      const outsider = await createUserWithSession(t);
+      const forbidden = await status(org.id, outsider.auth).expect(403);
+      const missing = await status(randomUUID(), outsider.auth).expect(403);
+      expect(forbidden.body).toEqual(errorBody(403, 'organisation_forbidden'));
+      expect(missing.body).toEqual(forbidden.body);
+    });
+  });
+
+  describe('at_capacity', () => {
+    it.each([
+      [FREE.projects - 1, false],
+      [FREE.projects, true],
+      [FREE.projects + 1, true],
+    ])('projects used %i of 3 → at_capacity %s', async (used, atCapacity) => {
+      const { org, user } = await memberOfNewOrg();
+      await setUsage(t, org.id, 'projects', used);
+      const res = await status(org.id, user.auth).expect(200);
+      expect(res.body.usage.projects).toEqual({ used, limit: FREE.projects, at_capacity: atCapacity });
+    });
+
+    it.each([
+      [FREE.ai_tokens - 1, false],
+      [FREE.ai_tokens, true],
+      [FREE.ai_tokens + 1, true],
+    ])('ai_tokens used %i of 100000 in this calendar month → at_capacity %s', async (used, atCapacity) => {
+      const { org, user } = await memberOfNewOrg();
+      await setUsage(t, org.id, 'ai_tokens', used, monthStartS());
+      const res = await status(org.id, user.auth).expect(200);
+      expect(res.body.usage.ai_tokens).toEqual({ used, limit: FREE.ai_tokens, at_capacity: atCapacity });
+    });
+
+    it('users counts memberships: 2, 3 and 4 of 3', async () => {
+      const { org, user } = await memberOfNewOrg();
+      const identity = t.app.get(IdentityService);
+      const expected: [number, boolean][] = [
+        [2, false],
+        [3, true],
+        [4, true],
+      ];
+      for (const [used, atCapacity] of expected) {
+        const other = await identity.createUser(`u${used}.${randomUUID()}@example.com`);
+        await identity.addMember(org.id, other.id, 'member');
+        const res = await status(org.id, user.auth).expect(200);
+        expect(res.body.usage.users).toEqual({ used, limit: FREE.users, at_capacity: atCapacity });
+      }
+    });
+  });
+
+  describe('license row written by the webhook', () => {
+    const grace = 7 * DAY;
+    it.each([
+      // status, current_period_end, is_active, is_expired, limits in force
+      ['active', 'period running', nowS() + 20 * DAY, true, false, PRO],
+      ['trialing', 'period running', nowS() + 20 * DAY, true, false, PRO],
+      ['past_due', 'period ended a day ago', nowS() - 1 * DAY, true, false, PRO],
+      ['past_due', 'just inside grace', nowS() - grace + 120, true, false, PRO],
+      ['past_due', 'just beyond grace', nowS() - grace - 120, false, true, FREE],
+      ['unpaid', 'period ended', nowS() - 2 * DAY, false, true, FREE],
+      ['incomplete_expired', 'never paid', nowS() + 20 * DAY, false, true, FREE],
+      ['canceled', 'before its deletion event', nowS() - 2 * DAY, false, true, FREE],
+      ['incomplete', 'first payment pending', nowS() + 20 * DAY, false, false, FREE],
+      ['paused', 'paused', nowS() + 20 * DAY, false, false, FREE],
+    ])('pro + %s (%s) → is_active %s, is_expired %s', async (subStatus, _label, periodEnd, active, expired, limits) => {
+      const { org, user } = await memberOfNewOrg();
+      await setLicense(t, org.id, { tier: 'pro', status: subStatus as string, periodEnd: periodEnd as number });
+      const res = await status(org.id, user.auth).expect(200);
+      // A lapsed paid license still reports its paid tier, with the free limits in force.
+      expect(res.body).toEqual(body('pro', active as boolean, expired as boolean, limits as typeof FREE));
+    });
+
+    it('free after customer.subscription.deleted (status canceled) is active and not expired', async () => {
+      const { org, user } = await memberOfNewOrg();
+      await setLicense(t, org.id, { tier: 'free', status: 'canceled', periodEnd: nowS() - 30 * DAY });
+      expect((await status(org.id, user.auth).expect(200)).body).toEqual(body('free', true, false, FREE));
+    });
+
+    it('a tier no longer in the tier table is reported, with the free limits', async () => {
+      const { org, user } = await memberOfNewOrg();
+      await setLicense(t, org.id, { tier: 'legacy-gold', status: 'active' });
+      expect((await status(org.id, user.auth).expect(200)).body).toEqual(body('legacy-gold', true, false, FREE));
+    });
+
+    it('counts ai_tokens of a paid license within the subscription period, not the calendar month', async () => {
+      const { org, user } = await memberOfNewOrg();
+      const periodStart = nowS() - 3 * DAY;
+      await setLicense(t, org.id, { tier: 'pro', status: 'active', periodStart });
+      await setUsage(t, org.id, 'ai_tokens', 777, periodStart);
+      await setUsage(t, org.id, 'ai_tokens', 555, monthStartS());
+      const res = await status(org.id, user.auth).expect(200);
+      expect(res.body.usage.ai_tokens).toEqual({ used: 777, limit: PRO.ai_tokens, at_capacity: false });
+    });
+  });
+
+  describe('GRACE_PERIOD_DAYS', () => {
+    let short: TestApp;
+    beforeAll(async () => {
+      // A second instance on the same database, with a 2-day grace period.
+      short = await startTestApp({ databaseUrl: t.databaseUrl, env: { GRACE_PERIOD_DAYS: '2' } });
+    });
+    afterAll(() => short.close());
+
+    it.each([
+      ['2 minutes inside', nowS() - 2 * DAY + 120, true, false],
+      ['2 minutes beyond', nowS() - 2 * DAY - 120, false, true],
+    ])('past_due %s a 2-day grace: is_active %s, is_expired %s', async (_label, periodEnd, active, expired) => {
+      const { org, user } = await memberOfNewOrg();
+      await setLicense(t, org.id, { tier: 'pro', status: 'past_due', periodEnd });
+      const res = await short.http().get('/api/licensing/status').query({ organisation_id: org.id }).set(user.auth).expect(200);
+      expect(res.body.license).toEqual({ is_active: active, is_expired: expired, tier: 'pro' });
+      // The same row under the default 7 days is still in grace.
+      expect((await status(org.id, user.auth).expect(200)).body.license.is_active).toBe(true);
+    });
+  });
+});
