@@ -2,6 +2,7 @@ import { AppException } from '../common/app-exception';
 
 // Whitespace, control characters and backslashes are where URL parsers disagree with each other
 // (browsers, the provider, us): refuse them rather than reason about every parser.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const AMBIGUOUS = /[\s\\\u0000-\u001f\u007f]/;
 
 /**

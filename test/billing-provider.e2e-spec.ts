@@ -1,0 +1,103 @@
+import { providerCalls } from '../src/ops/metrics';
+import { FAKE_SECRET_KEY, Failure, FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
+import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
+
+/** How the service behaves when the provider fails: every failure is a 500 in the shared shape, nothing leaks. */
+describe('billing: payment provider failures (real SDK, 300 ms timeout, 2 retries)', () => {
+  let fake: FakeProvider;
+  let t: TestApp;
+  let orgId: string;
+  let owner: Awaited<ReturnType<typeof createUserWithSession>>;
+  const logLines: string[] = [];
+
+  beforeAll(async () => {
+    fake = await startFakeProvider();
+    t = await startTestApp({ env: { ...fakeProviderEnv(fake, 300), PAYPROVIDER_PRICE_PRO: 'price_pro' }, logLines });
+    orgId = (await createOrganisation(t)).id;
+    await t.db.query(`UPDATE organisations SET provider_customer_id = 'cus_live1' WHERE id = $1`, [orgId]);
+    owner = await createUserWithSession(t, { org: orgId, role: 'owner' });
+  });
+  afterAll(async () => {
+    await t.close();
+    await fake.close();
+  });
+  beforeEach(() => fake.reset());
+
+  const paidSession = () =>
+    fake.addCheckoutSession({ payment_status: 'paid', amount_total: 100, currency: 'usd', metadata: { organisation_id: orgId, tier: 'pro' } });
+  const calls = {
+    session: () => t.http().get('/api/billing/session').query({ session_id: paidSession().id }).set(owner.auth),
+    checkout: () => t.http().post('/api/billing/checkout').set(owner.auth).send({ organisation_id: orgId, tier: 'pro' }),
+    portal: () => t.http().get('/api/billing/portal').set(owner.auth),
+  };
+  const expectProviderError = (body: Record<string, unknown>) =>
+    expect(body).toEqual({
+      statusCode: 500,
+      error: 'Internal Server Error',
+      message: 'The payment provider could not complete the request. Try again later.',
+      code: 'payment_provider_error',
+    });
+
+  const failures: [string, Failure, number][] = [
+    // [label, failure, attempts the SDK makes]: 5xx and network errors are retried twice, 4xx and 429 never.
+    ['a 500', { status: 500 }, 3],
+    ['a 503', { status: 503 }, 3],
+    ['a 429', { status: 429, type: 'rate_limit_error' }, 1],
+    ['a 400', { status: 400, code: 'parameter_invalid_empty', message: 'secret provider detail' }, 1],
+    ['a 401 (bad key)', { status: 401, type: 'authentication_error' }, 1],
+    ['a connection reset', 'reset', 3],
+  ];
+  for (const [label, failure, attempts] of failures) {
+    it.each(Object.keys(calls))(`%s: ${label} → 500 payment_provider_error`, async (name) => {
+      fake.failNext(attempts, failure);
+      const res = await calls[name as keyof typeof calls]().expect(500);
+      expectProviderError(res.body);
+      expect(res.headers['x-request-id']).toBeDefined();
+      // Attempts beyond the injected failures would have succeeded: the count proves no extra retry.
+      expect(fake.requests).toHaveLength(attempts);
+    });
+  }
+
+  it('a hanging provider times out: 500 after 3 attempts, well before the client gives up', async () => {
+    fake.failNext(3, 'hang');
+    const started = Date.now();
+    const res = await calls.session().expect(500);
+    expectProviderError(res.body);
+    expect(fake.requests).toHaveLength(3);
+    expect(Date.now() - started).toBeLessThan(6000);
+  });
+
+  it('one transient 5xx is retried with the same idempotency key, and the caller sees success', async () => {
+    fake.failNext(1, { status: 502 });
+    await calls.checkout().expect(201);
+    expect(fake.requests).toHaveLength(2);
+    expect(fake.requests[1].headers['idempotency-key']).toBe(fake.requests[0].headers['idempotency-key']);
+    expect(fake.requests[1].body).toEqual(fake.requests[0].body);
+  });
+
+  it('records each call in payment_provider_call_duration_seconds by operation and outcome', async () => {
+    const count = async (operation: string, outcome: string) => {
+      const metric = await providerCalls.get();
+      const sample = metric.values.find(
+        (v) => v.metricName?.endsWith('_count') && v.labels.operation === operation && v.labels.outcome === outcome,
+      );
+      return sample?.value ?? 0;
+    };
+    const ok = await count('checkout_session.retrieve', 'ok');
+    const missing = await count('checkout_session.retrieve', 'not_found');
+    const down = await count('portal_session.create', 'unavailable');
+    await calls.session().expect(200);
+    await t.http().get('/api/billing/session').query({ session_id: 'cs_gone' }).set(owner.auth).expect(404);
+    fake.failNext(3, { status: 500 });
+    await calls.portal().expect(500);
+    expect(await count('checkout_session.retrieve', 'ok')).toBe(ok + 1);
+    expect(await count('checkout_session.retrieve', 'not_found')).toBe(missing + 1);
+    expect(await count('portal_session.create', 'unavailable')).toBe(down + 1);
+  });
+
+  it('never writes the secret key to the log, and logs provider failures for the operator', async () => {
+    expect(logLines.length).toBeGreaterThan(0);
+    expect(logLines.filter((l) => l.includes(FAKE_SECRET_KEY))).toEqual([]);
+    expect(logLines.some((l) => l.includes('payment provider call failed'))).toBe(true);
+  });
+});
