@@ -7,6 +7,9 @@ import { pinoHttp } from 'pino-http';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { createLogger, PinoNestLogger } from './common/logger';
+import { applyHttpSecurity } from './ops/http-security';
+import { buildOpenApiDocument, serveOpenApi } from './ops/openapi';
+import { requestMetrics } from './ops/request-metrics';
 
 export const BODY_LIMIT = '1mb';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -19,6 +22,8 @@ export async function createApp(config: AppConfig, logger: Logger = createLogger
     logger: new PinoNestLogger(logger),
   });
   app.disable('x-powered-by');
+  // First, so that it times everything the service does with a request.
+  app.use(requestMetrics);
   // Before the body parsers, so that even a 413 or malformed-JSON answer carries X-Request-Id.
   app.use(
     pinoHttp({
@@ -31,8 +36,11 @@ export async function createApp(config: AppConfig, logger: Logger = createLogger
       },
     }),
   );
+  applyHttpSecurity(app, config);
   app.useBodyParser('json', { limit: BODY_LIMIT });
   app.useBodyParser('urlencoded', { limit: BODY_LIMIT, extended: false });
+  // Built once here, from the controllers' decorators; served as is on every request.
+  serveOpenApi(app, buildOpenApiDocument(app));
   return app;
 }
 

@@ -9,6 +9,7 @@ import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
 import { IdentityModule } from './identity/identity.module';
 import { LicensingModule } from './licensing/licensing.module';
+import { OpsModule } from './ops/ops.module';
 import { WebhookModule } from './webhook/webhook.module';
 
 @Module({})
@@ -25,6 +26,7 @@ export class AppModule {
         LicensingModule,
         BillingModule,
         WebhookModule,
+        OpsModule,
       ],
       providers: [
         { provide: APP_FILTER, useClass: ErrorFilter },

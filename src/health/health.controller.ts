@@ -1,8 +1,11 @@
 import { Controller, Get } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { ApiErrors } from '../common/api-docs';
 import { AppException } from '../common/app-exception';
 import { Public } from '../common/public.decorator';
 
+@ApiTags('operations')
 @Public()
 @Controller('api/health')
 export class HealthController {
@@ -12,6 +15,15 @@ export class HealthController {
   ) {}
 
   @Get()
+  @ApiOperation({ summary: 'Liveness and database reachability', description: 'Public; for load balancers.' })
+  @ApiOkResponse({
+    schema: {
+      type: 'object',
+      required: ['status', 'database'],
+      properties: { status: { type: 'string', enum: ['ok'] }, database: { type: 'string', enum: ['up'] } },
+    },
+  })
+  @ApiErrors(503)
   async check(): Promise<{ status: 'ok'; database: 'up' }> {
     try {
       await this.health.check([() => this.database.pingCheck('database', { timeout: 2000 })]);

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
  * The service's Prometheus metrics, in one registry served at /metrics. Modules import the metric they
@@ -28,3 +28,45 @@ export const providerCalls = new Histogram({
   buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
   registers: [registry],
 });
+
+/** Pools of the live DataSources (one in production; tests run several apps in one process). */
+const pools = new Set<PoolCounts>();
+
+/** The counters node-postgres keeps on its Pool. */
+export interface PoolCounts {
+  totalCount: number;
+  idleCount: number;
+  waitingCount: number;
+}
+
+const poolGauge = (name: string, help: string, read: (pool: PoolCounts) => number) =>
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    // Read at scrape time: nothing runs between scrapes.
+    collect() {
+      let sum = 0;
+      for (const pool of pools) sum += read(pool);
+      this.set(sum);
+    },
+  });
+
+poolGauge('database_pool_connections', 'Open connections in the database pool', (p) => p.totalCount);
+poolGauge('database_pool_idle_connections', 'Idle connections in the database pool', (p) => p.idleCount);
+poolGauge('database_pool_waiting_clients', 'Queries waiting for a free pool connection', (p) => p.waitingCount);
+
+/** Reports a pool in the gauges above until the returned function is called. */
+export function trackPool(pool: PoolCounts): () => void {
+  pools.add(pool);
+  return () => void pools.delete(pool);
+}
+
+let defaultMetricsEnabled = false;
+
+/** Process metrics (CPU, memory, event loop, GC). Once per process: registering twice throws. */
+export function enableDefaultMetrics(): void {
+  if (defaultMetricsEnabled) return;
+  defaultMetricsEnabled = true;
+  collectDefaultMetrics({ register: registry });
+}

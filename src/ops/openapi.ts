@@ -1,0 +1,65 @@
+import { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { ErrorResponse, SECURITY } from '../common/api-docs';
+import { METRICS_SECURITY } from './metrics.controller';
+
+export const DOCS_PATH = '/api/docs';
+export const DOCS_JSON_PATH = '/api/docs-json';
+
+/** Builds the OpenAPI document from the controllers' decorators. Called once, at start. */
+export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
+  const config = new DocumentBuilder()
+    .setTitle('Subscription billing and licensing service')
+    .setDescription(
+      'Ties an organisation\'s paid subscription to a license tier and usage limits. Session routes take ' +
+        '`Authorization: Bearer <token>` or the cookie `session=<token>`. Every error has the body ' +
+        '`{statusCode, error, message, code}` and every response carries `X-Request-Id`.',
+    )
+    .setVersion(packageVersion())
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'Session token (opaque)' }, SECURITY.session)
+    .addCookieAuth(
+      'session',
+      { type: 'apiKey', in: 'cookie', name: 'session', description: 'The same session token, as a cookie' },
+      SECURITY.sessionCookie,
+    )
+    .addApiKey(
+      { type: 'apiKey', in: 'header', name: 'X-Service-Key', description: 'Key of a trusted back-end (SERVICE_API_KEYS)' },
+      SECURITY.serviceKey,
+    )
+    .addApiKey(
+      {
+        type: 'apiKey',
+        in: 'header',
+        name: 'Payprovider-Signature',
+        description:
+          '`t=<unix seconds>,v1=<hex>`: HMAC-SHA256 of `"<t>.<raw body>"` with PAYPROVIDER_WEBHOOK_SECRET',
+      },
+      SECURITY.webhookSignature,
+    )
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when configured' }, METRICS_SECURITY)
+    .build();
+  return SwaggerModule.createDocument(app, config, { extraModels: [ErrorResponse] });
+}
+
+/**
+ * Serves the UI at /api/docs and the JSON at /api/docs-json. These routes are registered on Express
+ * directly, outside Nest's router, so the global session guard never sees them: they are public.
+ */
+export function serveOpenApi(app: INestApplication, document: OpenAPIObject): void {
+  SwaggerModule.setup(DOCS_PATH, app, document, {
+    jsonDocumentUrl: DOCS_JSON_PATH,
+    raw: ['json'],
+    customSiteTitle: document.info.title,
+  });
+}
+
+/** package.json sits at the project root, above both src/ops (tests) and dist/src/ops (build). */
+function packageVersion(): string {
+  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+  }
+  return '0.0.0';
+}

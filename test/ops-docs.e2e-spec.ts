@@ -1,0 +1,163 @@
+import { INestApplication, RequestMethod } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { MetadataScanner, ModulesContainer } from '@nestjs/core';
+import { IS_PUBLIC } from '../src/common/public.decorator';
+import { startTestApp, TestApp } from './support/test-app';
+
+/** Served by Swagger itself, on Express directly: the document does not describe them. */
+const DOCS_ROUTES = /^\/api\/docs(\/|-json$|$)/;
+const ERROR_SCHEMA = '#/components/schemas/ErrorResponse';
+
+interface Route {
+  method: string;
+  path: string;
+}
+
+interface Operation {
+  security?: Record<string, string[]>[];
+  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+}
+
+type Paths = Record<string, Record<string, Operation>>;
+
+/** What Express actually serves: every route layer on the app's router (Express 5: `app.router`). */
+function registeredRoutes(app: INestApplication): Route[] {
+  const stack: { route?: { path: string; methods: Record<string, boolean> } }[] =
+    app.getHttpAdapter().getInstance().router.stack;
+  return stack.flatMap((layer) =>
+    layer.route
+      ? Object.keys(layer.route.methods).map((method) => ({
+          method: method === '_all' ? 'ALL' : method.toUpperCase(),
+          path: layer.route!.path,
+        }))
+      : [],
+  );
+}
+
+interface HandlerFacts {
+  isPublic: boolean;
+  excluded: boolean;
+  handler: string;
+}
+
+/** What Nest knows about each route's handler: `@Public()`, `@ApiExclude…()`, its name. By "METHOD /path". */
+function nestHandlers(app: INestApplication): Map<string, HandlerFacts> {
+  const facts = new Map<string, HandlerFacts>();
+  const scanner = new MetadataScanner();
+  for (const module of app.get(ModulesContainer).values()) {
+    for (const wrapper of module.controllers.values()) {
+      const controller = wrapper.metatype as (new (...args: never[]) => unknown) | null;
+      if (!controller) continue;
+      const prefixes = [Reflect.getMetadata(PATH_METADATA, controller) ?? ''].flat() as string[];
+      for (const name of scanner.getAllMethodNames(controller.prototype)) {
+        const handler = (controller.prototype as Record<string, object>)[name];
+        const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
+        if (method === undefined) continue;
+        const paths = [Reflect.getMetadata(PATH_METADATA, handler) ?? ''].flat() as string[];
+        const isPublic = Boolean(Reflect.getMetadata(IS_PUBLIC, handler) ?? Reflect.getMetadata(IS_PUBLIC, controller));
+        const excluded = Boolean(
+          Reflect.getMetadata('swagger/apiExcludeEndpoint', handler)?.disable ??
+            Reflect.getMetadata('swagger/apiExcludeController', controller)?.[0],
+        );
+        for (const prefix of prefixes) {
+          for (const path of paths) {
+            facts.set(`${RequestMethod[method]} ${joinPath(prefix, path)}`, {
+              isPublic,
+              excluded,
+              handler: `${controller.name}.${name}`,
+            });
+          }
+        }
+      }
+    }
+  }
+  return facts;
+}
+
+const joinPath = (...parts: string[]) => `/${parts.join('/')}`.replace(/\/+/g, '/').replace(/(.)\/$/, '$1');
+/** Express `/things/:id` → OpenAPI `/things/{id}`. */
+const toOpenApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+
+describe('OpenAPI document', () => {
+  let t: TestApp;
+  let doc: { openapi: string; info: { title: string; version: string }; paths: Paths; components: any };
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    doc = (await t.http().get('/api/docs-json').expect(200)).body;
+  });
+  afterAll(() => t.close());
+
+  it('serves the JSON and the UI without a session', async () => {
+    expect(doc.openapi).toMatch(/^3\./);
+    expect(doc.info.title).toBe('Subscription billing and licensing service');
+    expect(doc.info.version).toBe(require('../package.json').version);
+
+    const ui = await t.http().get('/api/docs').expect(200);
+    expect(ui.headers['content-type']).toMatch(/text\/html/);
+    expect(ui.text).toContain('swagger-ui-init.js');
+    const init = await t.http().get('/api/docs/swagger-ui-init.js').expect(200);
+    expect(init.text).toContain('"/api/health"');
+    await t.http().get('/api/docs/swagger-ui-bundle.js').expect(200);
+  });
+
+  it('answers every request with the same document', async () => {
+    const again = await t.http().get('/api/docs-json').expect(200);
+    expect(again.text).toBe(JSON.stringify(doc));
+  });
+
+  it('registers the four security schemes and the error shape', () => {
+    expect(doc.components.securitySchemes).toMatchObject({
+      session: { type: 'http', scheme: 'bearer' },
+      session_cookie: { type: 'apiKey', in: 'cookie', name: 'session' },
+      service_key: { type: 'apiKey', in: 'header', name: 'X-Service-Key' },
+      webhook_signature: { type: 'apiKey', in: 'header', name: 'Payprovider-Signature', description: expect.stringMatching(/HMAC/) },
+    });
+    expect(doc.components.schemas.ErrorResponse.required).toEqual(['statusCode', 'error', 'message', 'code']);
+  });
+
+  it('documents /api/health, /api/me and /metrics', () => {
+    expect(doc.paths['/api/health'].get.responses['503'].content!['application/json'].schema!.$ref).toBe(ERROR_SCHEMA);
+    expect(doc.paths['/api/me'].get.security).toEqual(expect.arrayContaining([{ session: [] }, { session_cookie: [] }]));
+    expect(doc.paths['/metrics'].get.responses['401']).toBeDefined();
+  });
+
+  it('documents every route the app serves, each protected one with its security and the error shape', () => {
+    const routes = registeredRoutes(t.app).filter((r) => !DOCS_ROUTES.test(r.path));
+    const handlers = nestHandlers(t.app);
+    // Sanity: the walk over Express found the routes we know exist, so an empty walk cannot pass.
+    expect(routes).toEqual(expect.arrayContaining([{ method: 'GET', path: '/api/health' }, { method: 'GET', path: '/api/me' }]));
+
+    const problems: string[] = [];
+    for (const route of routes) {
+      const facts = handlers.get(`${route.method} ${route.path}`);
+      const name = `${route.method} ${route.path}${facts ? ` (${facts.handler})` : ' (registered outside Nest)'}`;
+      if (facts?.excluded) continue; // an explicit @ApiExcludeEndpoint()/@ApiExcludeController() decision
+      const pathItem = doc.paths[toOpenApiPath(route.path)];
+      const operation = route.method === 'ALL' ? pathItem && Object.values(pathItem)[0] : pathItem?.[route.method.toLowerCase()];
+      if (!operation) {
+        problems.push(`${name} is missing from the OpenAPI document`);
+        continue;
+      }
+      const needsSession = facts?.isPublic === false;
+      if (needsSession && !operation.security?.length) problems.push(`${name} needs a session but documents no security scheme`);
+      // A session route, or a public one with its own credentials (service key, signature), can be refused.
+      if (!needsSession && !operation.security?.length) continue;
+      const documentsErrorShape = Object.entries(operation.responses).some(
+        ([status, response]) => Number(status) >= 400 && response.content?.['application/json']?.schema?.$ref === ERROR_SCHEMA,
+      );
+      if (!documentsErrorShape) problems.push(`${name} documents no error response with the ErrorResponse schema (@ApiErrors)`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('documents no route the app does not serve', () => {
+    const served = new Set(registeredRoutes(t.app).map((r) => `${r.method} ${toOpenApiPath(r.path)}`));
+    const ghosts = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.keys(item)
+        .map((method) => `${method.toUpperCase()} ${path}`)
+        .filter((key) => !served.has(key) && !served.has(`ALL ${key.split(' ')[1]}`)),
+    );
+    expect(ghosts).toEqual([]);
+  });
+});
