@@ -1,4 +1,92 @@
-import { CliCommand } from './cli-command';
+import { loadConfig } from '../config/app-config';
+import {
+  addMonth,
+  eventEnvelope,
+  invoiceObject,
+  nowSeconds,
+  postSignedEvent,
+  randomId,
+  sandboxPrice,
+  subscriptionObject,
+} from '../billing/sandbox/provider-events';
+import { CliCommand, CliUsageError, optionalFlag, requireFlag } from './cli-command';
 
-/** webhook:trigger: sends a signed event to a running service (see the sandbox provider). */
-export const webhookTriggerCommands: Record<string, CliCommand> = {};
+const EVENT_TYPES = ['customer.subscription.created', 'customer.subscription.updated', 'customer.subscription.deleted', 'invoice.payment_succeeded'];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Builds one event for an organisation. Customer and subscription ids are derived from the organisation
+ * id, so that created → updated → deleted (and invoices) all name the same subscription.
+ */
+export function triggerEvent(type: string, organisationId: string, tier: string) {
+  const key = organisationId.replace(/-/g, '').toLowerCase();
+  const now = nowSeconds();
+  const metadata = { organisation_id: organisationId, tier };
+  const sub = {
+    id: `sub_trigger_${key}`,
+    customerId: `cus_trigger_${key}`,
+    itemId: `si_trigger_${key}`,
+    tier,
+    status: type === 'customer.subscription.deleted' ? 'canceled' : 'active',
+    metadata,
+    created: now,
+    periodStart: now,
+    periodEnd: addMonth(now),
+    canceledAt: type === 'customer.subscription.deleted' ? now : null,
+  };
+  if (type !== 'invoice.payment_succeeded') return eventEnvelope(type, subscriptionObject(sub), now);
+  const invoice = invoiceObject({
+    id: randomId('in_trigger_'),
+    customerId: sub.customerId,
+    subscriptionId: sub.id,
+    subscriptionMetadata: metadata,
+    itemId: sub.itemId,
+    tier,
+    amountPaid: sandboxPrice(tier),
+    periodStart: sub.periodStart,
+    periodEnd: sub.periodEnd,
+    paidAt: now,
+    hostedInvoiceUrl: null,
+  });
+  return eventEnvelope(type, invoice, now);
+}
+
+/** webhook:trigger: sends a signed event to a running service, like the provider's own CLI. */
+export const webhookTriggerCommands: Record<string, CliCommand> = {
+  'webhook:trigger': {
+    usage: `webhook:trigger <${EVENT_TYPES.join('|')}> --org ID [--tier TIER] [--url URL]`,
+    needsDatabase: false,
+    async run(_app, flags, args) {
+      const config = loadConfig(process.env);
+      const [type] = args;
+      if (!type || !EVENT_TYPES.includes(type)) throw new CliUsageError(`event type must be one of ${EVENT_TYPES.join(', ')}`);
+      const org = requireFlag(flags, 'org');
+      if (!UUID.test(org)) throw new CliUsageError('--org must be a UUID');
+      const tier = optionalFlag(flags, 'tier') ?? 'pro';
+      if (!config.tiers[tier] || tier === 'free') {
+        throw new CliUsageError(`--tier must be a paid tier: ${Object.keys(config.tiers).filter((t) => t !== 'free').join(', ')}`);
+      }
+      const url = optionalFlag(flags, 'url') ?? `http://127.0.0.1:${config.port}/api/webhooks/payprovider`;
+      if (!/^https?:\/\/[^\s]+$/.test(url) || !URL.canParse(url)) throw new CliUsageError('--url must be an http(s) URL');
+
+      const event = triggerEvent(type, org, tier);
+      let res;
+      try {
+        res = await postSignedEvent(url, JSON.stringify(event), config.webhookSecrets[0]);
+      } catch (err) {
+        throw new Error(`could not reach ${url}: ${(err as Error).cause ?? (err as Error).message}`, { cause: err });
+      }
+      const result = { id: event.id, type, status: res.status, response: parseBody(res.body) };
+      if (res.status < 200 || res.status >= 300) throw new Error(`the service refused the event: ${JSON.stringify(result)}`);
+      return result;
+    },
+  },
+};
+
+function parseBody(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return body;
+  }
+}

@@ -1,0 +1,131 @@
+import { SandboxCheckout, SandboxInvoice, SandboxPortal } from './sandbox.store';
+
+/**
+ * The sandbox's server-rendered pages: tiny, no scripts, no external assets. Every interpolated value goes
+ * through `esc`.
+ */
+
+export function esc(value: unknown): string {
+  return String(value).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+export function money(amount: number, currency: string): string {
+  try {
+    return new Intl.NumberFormat('en', { style: 'currency', currency: currency.toUpperCase() }).format(amount / 100);
+  } catch {
+    return `${(amount / 100).toFixed(2)} ${currency.toUpperCase()}`;
+  }
+}
+
+function day(unixSeconds: number): string {
+  return new Date(unixSeconds * 1000).toISOString().slice(0, 10);
+}
+
+const STYLE = `
+body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1b1f24}
+main{max-width:32rem;margin:2rem auto;padding:1.5rem;background:#fff;border:1px solid #d0d5dc;border-radius:8px}
+.sandbox{margin:0;padding:.5rem 1rem;background:#fff3c4;color:#4a3800;text-align:center;font-weight:600}
+h1{font-size:1.5rem;margin-top:0}h2{font-size:1.15rem}
+dl{display:grid;grid-template-columns:auto 1fr;gap:.25rem 1rem}dt{font-weight:600}dd{margin:0}
+button{font:inherit;padding:.5rem 1.1rem;border-radius:6px;border:1px solid #1a4fd6;background:#1a4fd6;color:#fff;cursor:pointer}
+button.secondary{background:#fff;color:#a11a1a;border-color:#a11a1a}
+select{font:inherit;padding:.35rem}
+a{color:#1a4fd6}
+a:focus-visible,button:focus-visible,select:focus-visible{outline:3px solid #f5a300;outline-offset:2px}
+form{margin:1rem 0}.actions{display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
+.error{border-left:4px solid #a11a1a;padding-left:1rem}`;
+
+export function layout(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${esc(title)} · Sandbox payments</title><style>${STYLE}</style></head>
+<body><p class="sandbox" role="note">Sandbox — no real payment</p>
+<main>
+${body}
+</main></body></html>`;
+}
+
+export function checkoutPage(s: SandboxCheckout): string {
+  const price = money(s.amount_total, s.currency);
+  if (s.status === 'complete') {
+    return layout(
+      'Already paid',
+      `<h1>This checkout is already paid</h1>
+<p>The ${esc(s.tier)} subscription was bought with this session.</p>
+<form method="post" action="/sandbox/checkout/${esc(s.id)}/pay"><button type="submit">Continue</button></form>`,
+    );
+  }
+  return layout(
+    `Subscribe to ${s.tier}`,
+    `<h1>Subscribe to ${esc(s.tier)}</h1>
+<dl>
+<dt>Plan</dt><dd>${esc(s.tier)}</dd>
+<dt>Price</dt><dd>${esc(price)} per month</dd>
+<dt>Session</dt><dd><code>${esc(s.id)}</code></dd>
+</dl>
+<p>Paying here completes the checkout and sends the signed <code>customer.subscription.created</code> and
+<code>invoice.payment_succeeded</code> events to this service's webhook endpoint.</p>
+<form method="post" action="/sandbox/checkout/${esc(s.id)}/pay" class="actions">
+<button type="submit">Pay ${esc(price)}</button>
+<a href="${esc(s.cancel_url)}">Cancel and return</a>
+</form>`,
+  );
+}
+
+/** Shown when the events could not be delivered: the session stays paid; "Try again" re-delivers. */
+export function deliveryFailedPage(retryAction: string, error: string): string {
+  return layout(
+    'Delivery failed',
+    `<h1>Payment recorded, but the service was not notified</h1>
+<div class="error" role="alert"><p>The sandbox could not deliver its webhook event: ${esc(error)}</p></div>
+<p>Nothing is lost: the events are kept and sent again when you try again.</p>
+<form method="post" action="${esc(retryAction)}"><button type="submit">Try delivery again</button></form>`,
+  );
+}
+
+export function portalPage(portal: SandboxPortal, subs: { id: string; tier: string; status: string; current_period_end: number }[], paidTiers: string[]): string {
+  const base = `/sandbox/portal/${esc(portal.id)}/subscriptions`;
+  const sections = subs.map((sub) => {
+    const field = `tier-${esc(sub.id)}`;
+    const options = paidTiers
+      .map((t) => `<option value="${esc(t)}"${t === sub.tier ? ' selected' : ''}>${esc(t)}</option>`)
+      .join('');
+    return `<section aria-labelledby="h-${esc(sub.id)}">
+<h2 id="h-${esc(sub.id)}">${esc(sub.tier)} plan (${esc(sub.status)})</h2>
+<p>Renews on ${esc(day(sub.current_period_end))}. Subscription <code>${esc(sub.id)}</code>.</p>
+<form method="post" action="${base}/${esc(sub.id)}/tier" class="actions">
+<label for="${field}">New tier</label>
+<select id="${field}" name="tier">${options}</select>
+<button type="submit">Switch tier</button>
+</form>
+<form method="post" action="${base}/${esc(sub.id)}/cancel">
+<button type="submit" class="secondary">Cancel subscription</button>
+</form>
+</section>`;
+  });
+  return layout(
+    'Manage subscription',
+    `<h1>Manage your subscription</h1>
+${sections.length ? sections.join('\n') : '<p>This customer has no active subscription.</p>'}
+<p><a href="${esc(portal.return_url)}">Return without changes</a></p>`,
+  );
+}
+
+export function invoicePage(i: SandboxInvoice): string {
+  return layout(
+    `Invoice ${i.id}`,
+    `<h1>Invoice ${esc(i.id)}</h1>
+<dl>
+<dt>Status</dt><dd>paid</dd>
+<dt>Plan</dt><dd>${esc(i.tier)}</dd>
+<dt>Amount</dt><dd>${esc(money(i.amount_paid, i.currency))}</dd>
+<dt>Period</dt><dd>${esc(day(i.period_start))} to ${esc(day(i.period_end))}</dd>
+<dt>Paid on</dt><dd>${esc(day(i.paid_at))}</dd>
+</dl>`,
+  );
+}
+
+export function messagePage(title: string, text: string, link?: { href: string; label: string }): string {
+  return layout(title, `<h1>${esc(title)}</h1><p>${esc(text)}</p>${link ? `<p><a href="${esc(link.href)}">${esc(link.label)}</a></p>` : ''}`);
+}

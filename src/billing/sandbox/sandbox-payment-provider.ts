@@ -1,0 +1,80 @@
+import { Injectable } from '@nestjs/common';
+import { providerCalls } from '../../ops/metrics';
+import { CheckoutSessionInfo, CreateCheckoutInput, PaymentProvider, PaymentProviderError } from '../payment-provider.port';
+import { nowSeconds } from './provider-events';
+import { SandboxStore } from './sandbox.store';
+import { SandboxUrls } from './sandbox-urls';
+
+/**
+ * The payment provider used when PAYPROVIDER_SECRET_KEY is unset: sessions live in our own database and
+ * their pages are served by the service (see sandbox.controller.ts). No money moves.
+ */
+@Injectable()
+export class SandboxPaymentProvider extends PaymentProvider {
+  readonly name = 'sandbox';
+  readonly requiresPriceIds = false;
+
+  constructor(
+    private readonly store: SandboxStore,
+    private readonly urls: SandboxUrls,
+  ) {
+    super();
+  }
+
+  retrieveCheckoutSession(sessionId: string): Promise<CheckoutSessionInfo> {
+    return this.call('checkout.sessions.retrieve', async () => {
+      const s = await this.store.findCheckout(sessionId);
+      if (!s) throw new PaymentProviderError('not_found', `No such checkout session: ${sessionId}`);
+      const expired = s.status === 'open' && s.expires_at <= nowSeconds();
+      return {
+        id: s.id,
+        paymentStatus: s.payment_status,
+        status: expired ? 'expired' : s.status,
+        amountTotal: s.amount_total,
+        currency: s.currency,
+        created: s.created,
+        metadata: s.metadata,
+        clientReferenceId: s.client_reference_id,
+        customerId: s.customer_id,
+        subscriptionId: s.subscription_id,
+      };
+    });
+  }
+
+  createCheckoutSession(input: CreateCheckoutInput): Promise<{ id: string; url: string }> {
+    return this.call('checkout.sessions.create', async () => {
+      const s = await this.store.createCheckout({
+        tier: input.tier,
+        metadata: { organisation_id: input.organisationId, tier: input.tier },
+        clientReferenceId: input.organisationId,
+        customerId: input.customerId,
+        successUrl: input.successUrl,
+        cancelUrl: input.cancelUrl,
+      });
+      return { id: s.id, url: this.urls.page(`/sandbox/checkout/${s.id}`) };
+    });
+  }
+
+  createPortalSession(customerId: string, returnUrl: string): Promise<{ url: string }> {
+    return this.call('billing_portal.sessions.create', async () => {
+      const portal = await this.store.createPortal(customerId, returnUrl);
+      if (!portal) throw new PaymentProviderError('not_found', `No such customer: ${customerId}`);
+      return { url: this.urls.page(`/sandbox/portal/${portal.id}`) };
+    });
+  }
+
+  /** Times the call like the real adapter does; a database failure here is the provider being unavailable. */
+  private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    const started = process.hrtime.bigint();
+    let outcome = 'ok';
+    try {
+      return await fn();
+    } catch (err) {
+      const error = err instanceof PaymentProviderError ? err : new PaymentProviderError('unavailable', `sandbox: ${(err as Error).message}`);
+      outcome = error.kind;
+      throw error;
+    } finally {
+      providerCalls.observe({ operation, outcome }, Number(process.hrtime.bigint() - started) / 1e9);
+    }
+  }
+}

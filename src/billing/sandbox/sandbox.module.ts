@@ -1,0 +1,27 @@
+import { Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config';
+import { SandboxController } from './sandbox.controller';
+import { SandboxDelivery } from './sandbox-delivery';
+import { SandboxPaymentProvider } from './sandbox-payment-provider';
+import { SandboxStore } from './sandbox.store';
+import { SandboxUrls } from './sandbox-urls';
+
+/**
+ * The built-in sandbox payment provider (SPEC 8). BillingModule imports it and binds SandboxPaymentProvider
+ * to the PaymentProvider port when PAYPROVIDER_SECRET_KEY is unset; its pages answer 404 otherwise.
+ */
+@Module({
+  controllers: [SandboxController],
+  providers: [SandboxStore, SandboxUrls, SandboxDelivery, SandboxPaymentProvider],
+  exports: [SandboxPaymentProvider],
+})
+export class SandboxModule implements OnApplicationBootstrap {
+  constructor(private readonly config: AppConfig) {}
+
+  onApplicationBootstrap() {
+    if (this.config.providerSecretKey) return;
+    new Logger('Billing').log(
+      `payments: sandbox mode (PAYPROVIDER_SECRET_KEY is unset): checkouts open pages on http://localhost:${this.config.port}/sandbox/… and no real payment is taken`,
+    );
+  }
+}

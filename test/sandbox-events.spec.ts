@@ -1,0 +1,64 @@
+import Stripe from 'stripe';
+import { esc, money } from '../src/billing/sandbox/sandbox-pages';
+import { addMonth, randomId, signatureHeader } from '../src/billing/sandbox/provider-events';
+import { triggerEvent } from '../src/cli/webhook-trigger.command';
+
+describe('sandbox provider building blocks', () => {
+  it('signs exactly like the provider SDK does', () => {
+    const stripe = new Stripe('sk_test_unused');
+    const payload = JSON.stringify({ id: 'evt_1', type: 'customer.subscription.created', data: { object: { é: '✓' } } });
+    const timestamp = 1_763_800_000;
+    const expected = stripe.webhooks.generateTestHeaderString({ payload, secret: 'whsec_abc', timestamp });
+    expect(signatureHeader(payload, 'whsec_abc', timestamp)).toBe(expected);
+    // …and the SDK's own verifier accepts it.
+    expect(() => stripe.webhooks.constructEvent(payload, signatureHeader(payload, 'whsec_abc'), 'whsec_abc')).not.toThrow();
+    expect(() => stripe.webhooks.constructEvent(payload, signatureHeader(payload, 'whsec_other'), 'whsec_abc')).toThrow();
+  });
+
+  it('makes unguessable ids in the provider alphabet', () => {
+    const ids = new Set(Array.from({ length: 500 }, () => randomId('cs_test_', 58)));
+    expect(ids.size).toBe(500);
+    for (const id of ids) expect(id).toMatch(/^cs_test_[A-Za-z0-9]{58}$/);
+  });
+
+  it('escapes every HTML-special character', () => {
+    expect(esc(`<a href="x" onclick='y'>&</a>`)).toBe('&#60;a href=&#34;x&#34; onclick=&#39;y&#39;&#62;&#38;&#60;/a&#62;');
+    expect(money(2900, 'eur')).toBe('€29.00');
+  });
+
+  it('adds a calendar month, clamped to the end of a shorter month', () => {
+    expect(addMonth(Date.UTC(2026, 0, 31, 12) / 1000)).toBe(Date.UTC(2026, 1, 28, 12) / 1000);
+    expect(addMonth(Date.UTC(2028, 0, 31) / 1000)).toBe(Date.UTC(2028, 1, 29) / 1000);
+    expect(addMonth(Date.UTC(2026, 0, 15) / 1000)).toBe(Date.UTC(2026, 1, 15) / 1000);
+    expect(addMonth(Date.UTC(2026, 11, 1) / 1000)).toBe(Date.UTC(2027, 0, 1) / 1000);
+  });
+
+  it('webhook:trigger builds provider-shaped events with ids stable per organisation', () => {
+    const org = '0b7c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11';
+    const created = triggerEvent('customer.subscription.created', org, 'team');
+    const deleted = triggerEvent('customer.subscription.deleted', org, 'team');
+    const sub = created.data.object as any;
+    expect(created).toMatchObject({ object: 'event', type: 'customer.subscription.created', livemode: false });
+    expect(created.id).toMatch(/^evt_/);
+    expect(sub).toMatchObject({
+      id: 'sub_trigger_0b7c6a4e8f7e4c529f570a3f8f1d2c11',
+      customer: 'cus_trigger_0b7c6a4e8f7e4c529f570a3f8f1d2c11',
+      status: 'active',
+      metadata: { organisation_id: org, tier: 'team' },
+    });
+    expect(sub.items.data[0].price).toMatchObject({ metadata: { tier: 'team' }, lookup_key: 'team_monthly', unit_amount: 9900 });
+    expect(sub.items.data[0].current_period_end).toBeGreaterThan(sub.items.data[0].current_period_start);
+    expect((deleted.data.object as any)).toMatchObject({ id: sub.id, status: 'canceled' });
+
+    const invoice = triggerEvent('invoice.payment_succeeded', org, 'pro').data.object as any;
+    expect(invoice).toMatchObject({
+      object: 'invoice',
+      amount_paid: 2900,
+      currency: 'eur',
+      status: 'paid',
+      parent: { subscription_details: { subscription: sub.id, metadata: { organisation_id: org } } },
+    });
+    expect(invoice.status_transitions.paid_at).toEqual(expect.any(Number));
+    expect(invoice.lines.data[0].period.end).toBeGreaterThan(invoice.lines.data[0].period.start);
+  });
+});
