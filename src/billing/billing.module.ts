@@ -7,12 +7,15 @@ import { createPaymentProvider } from './payment-provider.factory';
 import { PaymentProvider } from './payment-provider.port';
 import { PortalService } from './portal.service';
 import { SessionReportService } from './session-report.service';
+import { SandboxModule } from './sandbox/sandbox.module';
+import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
 
 /** Checkout, portal, session report and history; the provider is reached only through the PaymentProvider port. */
 @Module({
+  imports: [SandboxModule],
   controllers: [BillingController],
   providers: [
-    { provide: PaymentProvider, useFactory: createPaymentProvider, inject: [AppConfig] },
+    { provide: PaymentProvider, useFactory: createPaymentProvider, inject: [AppConfig, SandboxPaymentProvider] },
     SessionReportService,
     CheckoutService,
     PortalService,
