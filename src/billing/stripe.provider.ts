@@ -95,8 +95,16 @@ export class StripePaymentProvider extends PaymentProvider {
       if (mapped.kind !== 'not_found') {
         // Only selected fields: an SDK error also carries request headers, which we never log whole.
         const e = err as Partial<Stripe.errors.StripeError>;
-        this.logger.warn({ msg: 'payment provider call failed', operation, kind: mapped.kind,
-          status: e.statusCode, type: e.type, code: e.code, providerRequestId: e.requestId, error: mapped.message });
+        this.logger.warn({
+          msg: 'payment provider call failed',
+          operation,
+          kind: mapped.kind,
+          status: e.statusCode,
+          type: e.type,
+          code: e.code,
+          providerRequestId: e.requestId,
+          error: mapped.message,
+        });
       }
       throw mapped;
     }
