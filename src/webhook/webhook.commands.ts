@@ -1,4 +1,32 @@
-import { CliCommand } from '../cli/cli-command';
+import { DataSource } from 'typeorm';
+import { CliCommand, CliUsageError, optionalFlag, requireFlag } from '../cli/cli-command';
+import { EventDispatcher } from './event-dispatcher';
+import { listEvents } from './event-ledger';
+import { transaction } from './transaction';
+import { LEDGER_STATUSES, LedgerStatus } from './webhook-event.entity';
 
 /** events:list and events:replay (the webhook event ledger). */
-export const webhookCommands: Record<string, CliCommand> = {};
+export const webhookCommands: Record<string, CliCommand> = {
+  'events:list': {
+    usage: `events:list [--status ${LEDGER_STATUSES.join('|')}] [--limit N]`,
+    async run(app, flags) {
+      const status = optionalFlag(flags, 'status') as LedgerStatus | undefined;
+      if (status !== undefined && !LEDGER_STATUSES.includes(status)) {
+        throw new CliUsageError(`--status must be one of ${LEDGER_STATUSES.join(', ')}`);
+      }
+      const limitFlag = optionalFlag(flags, 'limit') ?? '50';
+      if (!/^[1-9]\d{0,3}$/.test(limitFlag) || Number(limitFlag) > 1000) {
+        throw new CliUsageError('--limit must be a whole number from 1 to 1000');
+      }
+      const data = await transaction(app!.get(DataSource), (sql) => listEvents(sql, status, Number(limitFlag)));
+      return { data };
+    },
+  },
+  'events:replay': {
+    usage: 'events:replay --id EVENT_ID',
+    async run(app, flags) {
+      const { id, status, reason } = await app!.get(EventDispatcher).replay(requireFlag(flags, 'id'));
+      return { id, status, reason };
+    },
+  },
+};

@@ -1,0 +1,90 @@
+import { Injectable } from '@nestjs/common';
+import { EventHandler, failed, HandlerOutcome, reasons } from './event-handler';
+import { lockProviderIds, resolveOrganisation } from './organisation-links';
+import { idOf, isObject, ProviderEvent, secondsOf } from './provider-event';
+import { Sql } from './transaction';
+
+/** invoice.payment_succeeded: one billing-history entry per invoice id. Changes no tier. */
+@Injectable()
+export class InvoicePaidHandler extends EventHandler {
+  readonly type = 'invoice.payment_succeeded';
+
+  async handle(sql: Sql, event: ProviderEvent): Promise<HandlerOutcome> {
+    const invoice = event.data.object;
+    const lines: Record<string, any>[] = Array.isArray(invoice.lines?.data) ? invoice.lines.data.filter(isObject) : [];
+    const subscriptionId = subscriptionOf(invoice, lines);
+    const customerId = idOf(invoice.customer);
+    const ids = { subscriptionId, customerId };
+    const invoiceId = idOf(invoice.id);
+    if (!invoiceId) return failed('invoice_invalid', 'the invoice has no id', ids);
+    const amountPaid = invoice.amount_paid;
+    if (!Number.isSafeInteger(amountPaid) || amountPaid < 0) {
+      return failed('invoice_invalid', 'amount_paid is not a non-negative integer', ids);
+    }
+    if (typeof invoice.currency !== 'string' || !/^[a-z]{3}$/i.test(invoice.currency)) {
+      return failed('invoice_invalid', 'currency is not a three-letter code', ids);
+    }
+
+    await lockProviderIds(sql, [customerId, subscriptionId]);
+    const match = await resolveOrganisation(
+      sql,
+      [
+        invoice.parent?.subscription_details?.metadata?.organisation_id,
+        invoice.subscription_details?.metadata?.organisation_id,
+        invoice.metadata?.organisation_id,
+      ],
+      customerId,
+      subscriptionId,
+    );
+    const organisationId = match.organisationId;
+    if (!organisationId) {
+      return { ...ids, status: 'unmatched', reason: match.note ?? 'no organisation is linked to this customer or subscription yet' };
+    }
+    const period = periodOf(invoice, lines);
+    const inserted = await sql(
+      `INSERT INTO billing_history (organisation_id, invoice_id, subscription_id, amount_paid, currency,
+         period_start, period_end, paid_at, hosted_invoice_url)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       ON CONFLICT (invoice_id) DO NOTHING RETURNING id`,
+      [
+        organisationId,
+        invoiceId,
+        subscriptionId ?? null,
+        amountPaid,
+        invoice.currency.toUpperCase(),
+        period.start,
+        period.end,
+        secondsOf(invoice.status_transitions?.paid_at) ?? secondsOf(invoice.created) ?? event.created,
+        typeof invoice.hosted_invoice_url === 'string' ? invoice.hosted_invoice_url : null,
+      ],
+    );
+    return {
+      ...ids,
+      organisationId,
+      status: 'processed',
+      reason: reasons(match.note, inserted.length ? undefined : `invoice ${invoiceId} was already recorded`),
+    };
+  }
+}
+
+/** Today: `parent.subscription_details.subscription` (or on a line's parent); before: `invoice.subscription`. */
+function subscriptionOf(invoice: Record<string, any>, lines: Record<string, any>[]): string | undefined {
+  const fromLines = lines
+    .map((line) => idOf(line.parent?.subscription_item_details?.subscription) ?? idOf(line.subscription))
+    .find(Boolean);
+  return idOf(invoice.parent?.subscription_details?.subscription) ?? idOf(invoice.subscription) ?? fromLines;
+}
+
+/**
+ * The service period paid for: the span of the subscription lines' periods (else of all lines). The
+ * invoice's own period_start/period_end describe when pending items were collected, so only a last resort.
+ */
+function periodOf(invoice: Record<string, any>, lines: Record<string, any>[]): { start: number | null; end: number | null } {
+  const subscriptionLines = lines.filter((line) => line.parent?.subscription_item_details || line.subscription);
+  for (const group of [subscriptionLines, lines]) {
+    const starts = group.map((line) => secondsOf(line.period?.start)).filter((s) => s !== undefined);
+    const ends = group.map((line) => secondsOf(line.period?.end)).filter((s) => s !== undefined);
+    if (starts.length && ends.length) return { start: Math.min(...starts), end: Math.max(...ends) };
+  }
+  return { start: secondsOf(invoice.period_start) ?? null, end: secondsOf(invoice.period_end) ?? null };
+}

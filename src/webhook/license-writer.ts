@@ -1,0 +1,98 @@
+import { Sql } from './transaction';
+
+export interface SubscriptionChange {
+  kind: 'created' | 'updated' | 'deleted';
+  /** The event's `created` and rank (created 1 < updated 2 < deleted 3). */
+  created: number;
+  rank: number;
+  subscriptionId: string;
+  /** Resolved paid tier; unused for deletions (always free). */
+  tier?: string;
+  status: string | null;
+  periodStart: number | null;
+  periodEnd: number | null;
+}
+
+export type LicenseResult = { applied: true } | { applied: false; reason: string };
+
+interface LicenseRow {
+  subscription_id: string | null;
+  last_event_created: number | null;
+  last_event_rank: number | null;
+}
+
+/**
+ * Applies a subscription event to the organisation's license row, in event order:
+ * - the row is locked, so concurrent events for one organisation take turns (across instances);
+ * - an event older than the last one applied (by created, then rank) changes nothing;
+ * - a deleted subscription id never comes back: later created/updated events for it change nothing;
+ * - a deletion is terminal, so it applies even when a newer event of that subscription was seen first;
+ * - events of a subscription other than the license's current one do not override it, except a newer
+ *   `.created` (a new subscription replaces the old) and `.updated` once the current one was deleted.
+ */
+export async function applyToLicense(sql: Sql, organisationId: string, change: SubscriptionChange): Promise<LicenseResult> {
+  await sql(`INSERT INTO licenses (organisation_id) VALUES ($1) ON CONFLICT (organisation_id) DO NOTHING`, [organisationId]);
+  const [license] = await sql<LicenseRow>(
+    `SELECT subscription_id, last_event_created, last_event_rank FROM licenses WHERE organisation_id = $1 FOR UPDATE`,
+    [organisationId],
+  );
+  if (change.kind === 'deleted') {
+    await sql(
+      `UPDATE provider_subscriptions SET deleted_event_created = COALESCE(deleted_event_created, $2)
+       WHERE subscription_id = $1`,
+      [change.subscriptionId, change.created],
+    );
+  } else if (await isDeleted(sql, change.subscriptionId)) {
+    return { applied: false, reason: `subscription ${change.subscriptionId} was deleted` };
+  }
+
+  const current = license.subscription_id;
+  if (current !== null && current !== change.subscriptionId) {
+    if (change.kind === 'deleted') return { applied: false, reason: 'not the organisation\'s current subscription' };
+    if (change.kind === 'updated' && !(await isDeleted(sql, current))) {
+      return { applied: false, reason: 'not the organisation\'s current subscription' };
+    }
+  }
+  const newer = isNewer(change, license);
+  if (change.kind !== 'deleted' && !newer) {
+    return { applied: false, reason: 'older than the last subscription event applied' };
+  }
+
+  const deleted = change.kind === 'deleted';
+  await sql(
+    `UPDATE licenses SET tier = $2, subscription_id = $3, subscription_status = $4,
+       current_period_start = $5, current_period_end = $6,
+       last_event_created = CASE WHEN $7 THEN $8::bigint ELSE last_event_created END,
+       last_event_rank = CASE WHEN $7 THEN $9::smallint ELSE last_event_rank END,
+       updated_at = now()
+     WHERE organisation_id = $1`,
+    [
+      organisationId,
+      deleted ? 'free' : change.tier,
+      change.subscriptionId,
+      deleted ? 'canceled' : change.status,
+      // A deleted subscription leaves no paid period behind: the free tier counts calendar months.
+      deleted ? null : change.periodStart,
+      deleted ? null : change.periodEnd,
+      newer,
+      change.created,
+      change.rank,
+    ],
+  );
+  return { applied: true };
+}
+
+/** Equal (created, rank) counts as newer: a same-second redelivery under another id applies the same data. */
+function isNewer(change: SubscriptionChange, license: LicenseRow): boolean {
+  if (license.last_event_created === null) return true;
+  if (change.created !== license.last_event_created) return change.created > license.last_event_created;
+  return change.rank >= (license.last_event_rank ?? 0);
+}
+
+async function isDeleted(sql: Sql, subscriptionId: string): Promise<boolean> {
+  const [row] = await sql(
+    `SELECT 1 FROM provider_subscriptions WHERE subscription_id = $1 AND deleted_event_created IS NOT NULL`,
+    [subscriptionId],
+  );
+  return !!row;
+}

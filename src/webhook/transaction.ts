@@ -1,0 +1,36 @@
+import { DataSource } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+
+/** Runs one statement in the current transaction and returns its rows (RETURNING rows for writes). */
+export type Sql = <T = Record<string, any>>(text: string, params?: unknown[]) => Promise<T[]>;
+
+interface PgClient {
+  query(text: string, params?: unknown[]): Promise<{ rows: any[] }>;
+}
+
+/**
+ * One READ COMMITTED transaction on a pooled connection. Unlike TypeORM's query runner, a connection
+ * that cannot even roll back (cut, or stuck past the query timeout) is handed back to the pool with the
+ * error, so the pool drops it instead of giving it to the next request.
+ */
+export async function transaction<T>(db: DataSource, work: (sql: Sql) => Promise<T>): Promise<T> {
+  const [client, release] = (await (db.driver as PostgresDriver).obtainMasterConnection()) as [
+    PgClient,
+    (err?: Error) => void,
+  ];
+  const sql: Sql = async (text, params) => (await client.query(text, params)).rows;
+  try {
+    await client.query('BEGIN');
+    const result = await work(sql);
+    await client.query('COMMIT');
+    release();
+    return result;
+  } catch (err) {
+    const rolledBack = await client.query('ROLLBACK').then(
+      () => true,
+      () => false,
+    );
+    release(rolledBack ? undefined : (err as Error));
+    throw err;
+  }
+}

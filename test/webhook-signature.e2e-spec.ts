@@ -1,0 +1,90 @@
+import Stripe from 'stripe';
+import { createOrganisation, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
+import { providerEvent, subscriptionEvent, subscriptionObject } from './support/provider-events';
+import { deliver, sign, signatureHeader } from './support/webhook-signing';
+
+const OLD_SECRET = 'whsec_old_rotated_secret';
+
+describe('POST /api/webhooks/payprovider: signature verification', () => {
+  let t: TestApp;
+  let orgId: string;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { PAYPROVIDER_WEBHOOK_SECRET: `${TEST_WEBHOOK_SECRET},${OLD_SECRET}` } });
+    orgId = (await createOrganisation(t)).id;
+  });
+  afterAll(() => t.close());
+
+  const now = () => Math.floor(Date.now() / 1000);
+  const eventBody = () => JSON.stringify(subscriptionEvent('created', subscriptionObject({ organisationId: orgId })));
+  const counts = async () => {
+    const [row] = await t.db.query(
+      `SELECT (SELECT count(*) FROM webhook_events)::int AS events, (SELECT count(*) FROM licenses)::int AS licenses`,
+    );
+    return row;
+  };
+
+  it('accepts a correctly signed event (the stripe SDK header too) and stores it', async () => {
+    const body = eventBody();
+    const header = Stripe.webhooks.generateTestHeaderString({ payload: body, secret: TEST_WEBHOOK_SECRET });
+    const res = await deliver(t.app.getHttpServer(), { body, header }).expect(200);
+    expect(res.body).toEqual({ id: JSON.parse(body).id, status: 'processed', reason: null });
+  });
+
+  it('accepts a signature made with an older secret still configured (rotation)', async () => {
+    const body = eventBody();
+    await deliver(t.app.getHttpServer(), { body, secret: OLD_SECRET }).expect(200);
+  });
+
+  const body = eventBody();
+  const ts = now();
+  const v1 = sign(body, ts);
+  it.each<[string, () => { body: string; header?: string | null; contentType?: string }, string]>([
+    ['no header', () => ({ body, header: null }), 'signature_missing'],
+    ['empty header', () => ({ body, header: '' }), 'signature_missing'],
+    ['bad format', () => ({ body, header: 'this is not a signature' }), 'signature_malformed'],
+    ['no v1 (only v0)', () => ({ body, header: `t=${ts},v0=${v1}` }), 'signature_malformed'],
+    ['no timestamp', () => ({ body, header: `v1=${v1}` }), 'signature_malformed'],
+    ['repeated t=', () => ({ body, header: `t=${ts},t=${ts},v1=${v1}` }), 'signature_malformed'],
+    ['whitespace in the header', () => ({ body, header: `t=${ts}, v1=${v1}` }), 'signature_malformed'],
+    ['wrong secret', () => ({ body, header: signatureHeader(body, { secret: 'whsec_wrong' }) }), 'signature_invalid'],
+    ['stale timestamp', () => ({ body, header: signatureHeader(body, { timestamp: now() - 301 }) }), 'signature_timestamp_out_of_tolerance'],
+    ['future timestamp', () => ({ body, header: signatureHeader(body, { timestamp: now() + 301 }) }), 'signature_timestamp_out_of_tolerance'],
+    ['a body changed by one byte', () => ({ body: body.replace('"active"', '"activf"'), header: `t=${ts},v1=${v1}` }), 'signature_invalid'],
+    ['re-serialised JSON with the same meaning', () => ({ body: JSON.stringify(JSON.parse(body), null, 2), header: `t=${ts},v1=${v1}` }), 'signature_invalid'],
+    ['signature of another timestamp', () => ({ body, header: `t=${ts + 1},v1=${v1}` }), 'signature_invalid'],
+    ['not JSON content', () => ({ body, contentType: 'text/plain' }), 'invalid_event'],
+  ])('%s → 400 and nothing stored', async (_name, make, code) => {
+    const before = await counts();
+    const res = await deliver(t.app.getHttpServer(), make()).expect(400);
+    expect(res.body).toEqual({ statusCode: 400, error: 'Bad Request', message: expect.any(String), code });
+    expect(await counts()).toEqual(before);
+  });
+
+  it('accepts several signatures when one matches', async () => {
+    const b = eventBody();
+    const t0 = now();
+    const header = `t=${t0},v1=${sign(b, t0, 'whsec_other')},v1=${sign(b, t0)},v0=${'0'.repeat(64)}`;
+    await deliver(t.app.getHttpServer(), { body: b, header }).expect(200);
+  });
+
+  it.each<[string, string]>([
+    ['a body that is not JSON', 'not json at all'],
+    ['an event without id', JSON.stringify({ type: 'x.y', created: 1, data: { object: {} } })],
+    ['an event without type', JSON.stringify({ id: 'evt_1', created: 1, data: { object: {} } })],
+    ['an event without data.object', JSON.stringify({ id: 'evt_1', type: 'x.y', created: 1, data: {} })],
+    ['an event without created', JSON.stringify({ id: 'evt_1', type: 'x.y', data: { object: {} } })],
+    ['a JSON array', '[1,2]'],
+  ])('a correctly signed %s → 400 and nothing stored', async (_name, raw) => {
+    const before = await counts();
+    const res = await deliver(t.app.getHttpServer(), { body: raw }).expect(400);
+    expect(res.body.code).toMatch(/^(invalid_event|invalid_json)$/);
+    expect(await counts()).toEqual(before);
+  });
+
+  it('an unsigned malformed body is refused too, and the route needs no session', async () => {
+    await deliver(t.app.getHttpServer(), { body: '{oops', header: null }).expect(400);
+    const ok = providerEvent('customer.created', { id: 'cus_1', object: 'customer' });
+    const res = await deliver(t.app.getHttpServer(), ok).expect(200);
+    expect(res.body.status).toBe('ignored');
+  });
+});
