@@ -4,6 +4,10 @@ import { createApp } from './app.factory';
 import { AppConfig, ConfigError, loadConfig } from './config/app-config';
 import { createLogger } from './common/logger';
 import { openDatabase } from './database/embedded-postgres';
+import { drainHttpServer } from './ops/graceful-shutdown';
+
+// How long in-flight requests may take to finish after SIGTERM/SIGINT before their connections are cut.
+const SHUTDOWN_TIMEOUT_MS = 10_000;
 
 async function main() {
   if (existsSync('.env')) process.loadEnvFile('.env');
@@ -35,14 +39,28 @@ async function main() {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info(`${signal} received: shutting down`);
-    await app.close();
-    await db.stop();
-    logger.info('stopped');
-    process.exit(0);
+    logger.info(`${signal} received: refusing new connections, finishing in-flight requests`);
+    let clean: boolean;
+    try {
+      clean = await drainHttpServer(app.getHttpServer(), SHUTDOWN_TIMEOUT_MS);
+      if (!clean) logger.error(`requests still running after ${SHUTDOWN_TIMEOUT_MS / 1000} s: their connections were cut`);
+      // Only now, with no request left, close the database pool (and the rest of the app).
+      await app.close();
+      await db.stop();
+      logger.info('stopped');
+    } catch (err) {
+      clean = false;
+      logger.error({ err }, 'shutdown failed');
+    }
+    process.exit(clean ? 0 : 1);
   };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+  // Importing embedded-postgres installs handlers (async-exit-hook) that exit the process on these signals
+  // at once, cutting in-flight requests. Ours replace them: drain first, then stop the embedded database.
+  // A second signal while draining is ignored; SIGKILL remains the way to force it.
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    process.removeAllListeners(signal);
+    process.on(signal, () => void stop(signal));
+  }
 }
 
 main().catch((err) => {
