@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { IdentityService } from '../src/identity/identity.service';
 import { DAY, errorBody, monthStartS, nowS, setLicense, setUsage } from './licensing-fixtures';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
@@ -17,10 +20,23 @@ function body(tier: string, is_active: boolean, is_expired: boolean, limits: typ
 
 describe('GET /api/licensing/status', () => {
   let t: TestApp;
+  // Two more instances on the same database: a 2-day grace period, and a custom tier table. They live as
+  // long as `t`: passport strategies are process-global, so closing one early would leave the others
+  // authenticating sessions through its closed pool.
+  let short: TestApp;
+  let custom: TestApp;
   beforeAll(async () => {
     t = await startTestApp();
+    short = await startTestApp({ databaseUrl: t.databaseUrl, env: { GRACE_PERIOD_DAYS: '2' } });
+    const file = join(mkdtempSync(join(tmpdir(), 'tiers-')), 'tiers.json');
+    writeFileSync(file, JSON.stringify({ free: { projects: 1, ai_tokens: 10, users: 2 }, gold: { projects: 9, ai_tokens: 99, users: 5 } }));
+    custom = await startTestApp({ databaseUrl: t.databaseUrl, env: { TIERS_FILE: file } });
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await custom.close();
+    await short.close();
+    await t.close();
+  });
 
   async function memberOfNewOrg() {
     const org = await createOrganisation(t);
@@ -156,13 +172,6 @@ describe('GET /api/licensing/status', () => {
   });
 
   describe('GRACE_PERIOD_DAYS', () => {
-    let short: TestApp;
-    beforeAll(async () => {
-      // A second instance on the same database, with a 2-day grace period.
-      short = await startTestApp({ databaseUrl: t.databaseUrl, env: { GRACE_PERIOD_DAYS: '2' } });
-    });
-    afterAll(() => short.close());
-
     it.each([
       ['2 minutes inside', nowS() - 2 * DAY + 120, true, false],
       ['2 minutes beyond', nowS() - 2 * DAY - 120, false, true],
@@ -173,6 +182,17 @@ describe('GET /api/licensing/status', () => {
       expect(res.body.license).toEqual({ is_active: active, is_expired: expired, tier: 'pro' });
       // The same row under the default 7 days is still in grace.
       expect((await status(org.id, user.auth).expect(200)).body.license.is_active).toBe(true);
+    });
+  });
+
+  describe('TIERS_FILE', () => {
+    it('limits come from the file; a tier it no longer lists (pro) keeps its name with the free limits', async () => {
+      const { org, user } = await memberOfNewOrg();
+      const get = () => custom.http().get('/api/licensing/status').query({ organisation_id: org.id }).set(user.auth).expect(200);
+      await setLicense(t, org.id, { tier: 'gold', status: 'active' });
+      expect((await get()).body).toEqual(body('gold', true, false, { projects: 9, ai_tokens: 99, users: 5 }));
+      await setLicense(t, org.id, { tier: 'pro', status: 'active' });
+      expect((await get()).body).toEqual(body('pro', true, false, { projects: 1, ai_tokens: 10, users: 2 }));
     });
   });
 });
