@@ -1,22 +1,39 @@
 # syntax=docker/dockerfile:1
-# Build stage: full install, compile TypeScript.
+# The service, against an external PostgreSQL: DATABASE_URL is required in this image (it ships no embedded
+# database; that is for laptops). Pending migrations are applied at start, under an advisory lock.
+#   docker build -t billing . && docker run -e DATABASE_URL=… -e PAYPROVIDER_WEBHOOK_SECRET=… -p 3000:3000 billing
+#
+# Every `npm ci` here runs with --ignore-scripts: nothing in the image needs an install script (TypeScript is
+# compiled by tsc; the embedded PostgreSQL's setup script is for laptops), and it keeps the install independent
+# of how a given npm version treats package.json "allowScripts".
+
+# Build: full install, compile.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev
+RUN npm run build
 
-# Runtime stage: production dependencies and compiled code only, run as the unprivileged `node` user.
+# Production dependencies only.
+FROM node:20-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+# Runtime: compiled code and production dependencies, owned by root and run as the unprivileged `node` user,
+# so the process cannot modify its own code.
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production PORT=3000
 WORKDIR /app
-COPY --from=build --chown=node:node /app/package.json ./
-COPY --from=build --chown=node:node /app/node_modules ./node_modules
-COPY --from=build --chown=node:node /app/dist ./dist
+COPY package.json ./
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/api/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-CMD ["node", "dist/src/main.js"]
+# `exec` leaves node as PID 1, so it receives SIGTERM itself and shuts down gracefully (up to 10 s of draining:
+# give the container a stop timeout above that, e.g. `docker stop -t 15`, compose `stop_grace_period: 15s`).
+CMD ["sh", "-c", "if [ -z \"$DATABASE_URL\" ]; then echo 'DATABASE_URL is required: this image has no embedded PostgreSQL' >&2; exit 1; fi; exec node dist/src/main.js"]
