@@ -51,8 +51,9 @@ describe('sandbox checkout in a browser', () => {
     // The first Tab reaches the Pay button, which shows a focus ring; Enter submits.
     await page.keyboard.press('Tab');
     const focused = page.getByRole('button', { name: 'Pay €29.00' });
-    await expect(focused.evaluate((el) => el === document.activeElement)).resolves.toBe(true);
-    expect(await focused.evaluate((el) => getComputedStyle(el).outlineStyle)).toBe('solid');
+    // (Reached through the element: this file compiles without the DOM library.)
+    expect(await focused.evaluate((el: any) => el.ownerDocument.activeElement === el)).toBe(true);
+    expect(await focused.evaluate((el: any) => el.ownerDocument.defaultView.getComputedStyle(el).outlineStyle)).toBe('solid');
     await Promise.all([page.waitForURL(`${appUrl}/billing/success?session_id=${checkout.body.session_id}`), page.keyboard.press('Enter')]);
     expect(await page.locator('h1').textContent()).toBe('Web app');
     expect(await license()).toEqual({ tier: 'pro', is_active: true, is_expired: false });

@@ -2,6 +2,7 @@ import Stripe from 'stripe';
 import { esc, money } from '../src/billing/sandbox/sandbox-pages';
 import { addMonth, randomId, signatureHeader } from '../src/billing/sandbox/provider-events';
 import { triggerEvent } from '../src/cli/webhook-trigger.command';
+import { loadConfig } from '../src/config/app-config';
 
 describe('sandbox provider building blocks', () => {
   it('signs exactly like the provider SDK does', () => {
@@ -60,5 +61,13 @@ describe('sandbox provider building blocks', () => {
     });
     expect(invoice.status_transitions.paid_at).toEqual(expect.any(Number));
     expect(invoice.lines.data[0].period.end).toBeGreaterThan(invoice.lines.data[0].period.start);
+  });
+
+  it('PUBLIC_URL must be an origin', () => {
+    const env = { PAYPROVIDER_WEBHOOK_SECRET: 'whsec_x' };
+    expect(loadConfig(env).publicUrl).toBeUndefined();
+    expect(loadConfig({ ...env, PUBLIC_URL: 'https://billing.example.test' }).publicUrl?.origin).toBe('https://billing.example.test');
+    expect(() => loadConfig({ ...env, PUBLIC_URL: 'ftp://billing.example.test' })).toThrow(/PUBLIC_URL/);
+    expect(() => loadConfig({ ...env, PUBLIC_URL: 'https://billing.example.test/sub' })).toThrow(/PUBLIC_URL must be an origin/);
   });
 });

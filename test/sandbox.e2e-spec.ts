@@ -237,3 +237,17 @@ describe('sandbox pages with a real provider configured', () => {
     }
   });
 });
+
+describe('sandbox links with PUBLIC_URL', () => {
+  it('point under it (the service behind a proxy or a mapped port)', async () => {
+    const t = await startTestApp({ env: { PUBLIC_URL: 'https://billing.example.test' } });
+    try {
+      const orgId = (await createOrganisation(t)).id;
+      const owner = await createUserWithSession(t, { org: orgId, role: 'owner' });
+      const res = await t.http().post('/api/billing/checkout').set(owner.auth).send({ organisation_id: orgId, tier: 'pro' }).expect(201);
+      expect(res.body.url).toBe(`https://billing.example.test/sandbox/checkout/${res.body.session_id}`);
+    } finally {
+      await t.close();
+    }
+  });
+});

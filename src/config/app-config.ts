@@ -29,6 +29,8 @@ export class AppConfig {
   /** Tier name → provider price id, from PAYPROVIDER_PRICE_<TIER>. */
   readonly providerPrices: Record<string, string>;
   readonly appUrl: URL;
+  /** Where a person's browser reaches this service (the sandbox's pages); unset: http://localhost:<port>. */
+  readonly publicUrl?: URL;
   readonly tiers: TierTable;
   readonly sessionTtlS: number;
   readonly serviceApiKeys: string[];
@@ -63,6 +65,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     providerTimeoutMs: int(env, 'PAYPROVIDER_TIMEOUT_MS', 10_000, 50, 10_000),
     providerPrices: providerPrices(env, tiers),
     appUrl: origin(env, 'APP_URL', 'http://localhost:3000'),
+    publicUrl: nonEmpty(env.PUBLIC_URL) === undefined ? undefined : origin(env, 'PUBLIC_URL', ''),
     tiers,
     sessionTtlS: int(env, 'SESSION_TTL_S', 2_592_000, 60, 31_536_000),
     serviceApiKeys: list(env.SERVICE_API_KEYS),

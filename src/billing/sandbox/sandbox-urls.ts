@@ -19,9 +19,9 @@ export class SandboxUrls {
     return address && typeof address === 'object' ? address.port : this.config.port;
   }
 
-  /** A link for a person's browser. */
+  /** A link for a person's browser: under PUBLIC_URL when set (a proxy, a container's mapped port). */
   page(path: string): string {
-    return `http://localhost:${this.port()}${path}`;
+    return this.config.publicUrl ? new URL(path, this.config.publicUrl).href : `http://localhost:${this.port()}${path}`;
   }
 
   /** Our own webhook endpoint, over loopback, so delivery never leaves the machine. */

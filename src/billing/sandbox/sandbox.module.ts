@@ -20,8 +20,9 @@ export class SandboxModule implements OnApplicationBootstrap {
 
   onApplicationBootstrap() {
     if (this.config.providerSecretKey) return;
+    const base = this.config.publicUrl?.origin ?? `http://localhost:${this.config.port}`;
     new Logger('Billing').log(
-      `payments: sandbox mode (PAYPROVIDER_SECRET_KEY is unset): checkouts open pages on http://localhost:${this.config.port}/sandbox/… and no real payment is taken`,
+      `payments: sandbox mode (PAYPROVIDER_SECRET_KEY is unset): checkouts open pages on ${base}/sandbox/… and no real payment is taken`,
     );
   }
 }
