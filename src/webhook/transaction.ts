@@ -6,6 +6,8 @@ export type Sql = <T = Record<string, any>>(text: string, params?: unknown[]) =>
 
 interface PgClient {
   query(text: string, params?: unknown[]): Promise<{ rows: any[] }>;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+  removeListener(event: 'error', listener: (err: Error) => void): unknown;
 }
 
 /**
@@ -18,19 +20,30 @@ export async function transaction<T>(db: DataSource, work: (sql: Sql) => Promise
     PgClient,
     (err?: Error) => void,
   ];
+  // A checked-out client reports a dropped socket as an 'error' event: without a listener that would
+  // crash the process. Remember it instead, so the client is not reused.
+  let broken: Error | undefined;
+  const onError = (err: Error) => (broken = err);
+  client.on('error', onError);
+  const done = (err?: Error) => {
+    client.removeListener('error', onError);
+    release(err);
+  };
   const sql: Sql = async (text, params) => (await client.query(text, params)).rows;
   try {
     await client.query('BEGIN');
     const result = await work(sql);
     await client.query('COMMIT');
-    release();
+    done(broken);
     return result;
   } catch (err) {
-    const rolledBack = await client.query('ROLLBACK').then(
-      () => true,
-      () => false,
-    );
-    release(rolledBack ? undefined : (err as Error));
+    const rolledBack =
+      !broken &&
+      (await client.query('ROLLBACK').then(
+        () => true,
+        () => false,
+      ));
+    done(rolledBack ? undefined : (broken ?? (err as Error)));
     throw err;
   }
 }
