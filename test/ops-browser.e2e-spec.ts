@@ -1,0 +1,45 @@
+import { Browser, chromium } from 'playwright-core';
+import { startTestApp, TestApp } from './support/test-app';
+
+jest.setTimeout(60_000);
+
+/** The Swagger UI under its Content-Security-Policy, in a real browser (Debian's chromium via playwright-core). */
+describe('API docs in a browser', () => {
+  let t: TestApp;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  it('renders the operations and runs "Try it out" with no CSP violation', async () => {
+    const page = await browser.newPage();
+    const violations: string[] = [];
+    page.on('console', (msg) => {
+      if (/Content Security Policy|Refused to/i.test(msg.text())) violations.push(msg.text());
+    });
+    page.on('pageerror', (err) => violations.push(`page error: ${err.message}`));
+
+    await page.goto(`${t.baseUrl}/api/docs`);
+    const health = page.locator('.opblock', { hasText: '/api/health' }).first();
+    await health.waitFor({ timeout: 15_000 });
+    expect(await page.locator('.opblock', { hasText: '/api/me' }).count()).toBeGreaterThan(0);
+
+    await health.locator('.opblock-summary').click();
+    await health.getByRole('button', { name: 'Try it out' }).click();
+    await health.getByRole('button', { name: 'Execute' }).click();
+    const status = health.locator('.live-responses-table tbody .response-col_status').first();
+    await status.waitFor({ timeout: 10_000 });
+    expect((await status.textContent())?.trim()).toBe('200');
+
+    expect(violations).toEqual([]);
+  });
+});
