@@ -3,7 +3,10 @@ import { setLicense } from './licensing-fixtures';
 import { runCli } from './support/run-cli';
 import { createOrganisation, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
 
-// Runs the built CLI: `npx nest build` first (npm test does it in pretest).
+// Runs the built CLI: `npx nest build` first (npm test does it in pretest). Each run starts a process
+// (~1 s, much more on a busy machine), hence the longer timeout.
+jest.setTimeout(120_000);
+
 describe('member:add within the users limit', () => {
   let t: TestApp;
   let env: Record<string, string>;
