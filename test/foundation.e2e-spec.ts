@@ -88,3 +88,17 @@ describe('foundation: errors, request ids, sessions', () => {
     });
   });
 });
+
+describe('two app instances in one process', () => {
+  it('each authenticates against its own database, also after the other closed', async () => {
+    const first = await startTestApp();
+    const second = await startTestApp();
+    const user = await createUserWithSession(first);
+    await first.http().get('/api/me').set(user.auth).expect(200);
+    // The token lives only in the first app's database.
+    await second.http().get('/api/me').set(user.auth).expect(401);
+    await second.close();
+    await first.http().get('/api/me').set(user.auth).expect(200);
+    await first.close();
+  });
+});

@@ -11,6 +11,6 @@ import { SessionStrategy } from './session.strategy';
   imports: [PassportModule],
   controllers: [MeController],
   providers: [IdentityService, SessionService, SessionStrategy],
-  exports: [IdentityService, SessionService],
+  exports: [IdentityService, SessionService, SessionStrategy],
 })
 export class IdentityModule {}
