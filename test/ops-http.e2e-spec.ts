@@ -29,7 +29,7 @@ describe('operations over HTTP', () => {
     t = await startTestApp({ env: { APP_URL, METRICS_TOKEN } });
     open = await startTestApp({ databaseUrl: t.databaseUrl });
   });
-  // Both at the end: passport keeps one `session` strategy per process, the last app's.
+  // Both at the end, the second instance first.
   afterAll(async () => {
     await open.close();
     await t.close();
