@@ -39,7 +39,10 @@ describe('webhook when the database fails mid-delivery', () => {
     return rows[0];
   };
 
-  /** Holds the organisation's license row lock (as a slow concurrent event would) until released. */
+  /**
+   * Holds the advisory lock the webhook takes on the invoice's customer id (as a slow concurrent event for
+   * that customer would), so the delivery stops after its ledger insert, mid-transaction.
+   */
   async function holdInvoiceMidway(org: string) {
     const blocker = new Client({ connectionString: database.url });
     await blocker.connect();
