@@ -3,8 +3,13 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash, randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { AuthUser } from '../common/current-user.decorator';
+import { preparedQuery } from '../database/prepared';
 
 export const hashToken = (token: string): Buffer => createHash('sha256').update(token).digest();
+
+const AUTHENTICATE_SQL = `
+  SELECT u.id, u.email FROM sessions s JOIN users u ON u.id = s.user_id
+  WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > now()`;
 
 @Injectable()
 export class SessionService {
@@ -23,11 +28,7 @@ export class SessionService {
 
   /** The user behind a live token, or null when it is unknown, expired or revoked. One round trip. */
   async authenticate(token: string): Promise<AuthUser | null> {
-    const rows: AuthUser[] = await this.db.query(
-      `SELECT u.id, u.email FROM sessions s JOIN users u ON u.id = s.user_id
-       WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > now()`,
-      [hashToken(token)],
-    );
+    const rows = await preparedQuery<AuthUser>(this.db, 'session_authenticate', AUTHENTICATE_SQL, [hashToken(token)]);
     return rows[0] ?? null;
   }
 

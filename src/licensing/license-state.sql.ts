@@ -46,7 +46,15 @@ export const LICENSE_STATE = `
     FROM flags
   )`;
 
+// The tier table as the jsonb parameter, serialised once per configuration rather than per request.
+const tiersJson = new WeakMap<AppConfig, string>();
+
 /** Values for $1..$3 of LICENSE_STATE. */
 export function licenseStateParams(config: AppConfig, organisationId: string): [string, string, number] {
-  return [organisationId, JSON.stringify(config.tiers), config.gracePeriodDays * 86_400];
+  let tiers = tiersJson.get(config);
+  if (tiers === undefined) {
+    tiers = JSON.stringify(config.tiers);
+    tiersJson.set(config, tiers);
+  }
+  return [organisationId, tiers, config.gracePeriodDays * 86_400];
 }

@@ -4,6 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { AppException, notAMember } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
 import { Metric } from '../config/tiers';
+import { preparedQuery } from '../database/prepared';
 import { LICENSE_STATE, licenseStateParams } from './license-state.sql';
 
 export interface LicenseStatus {
@@ -52,7 +53,10 @@ export class LicensingService {
 
   /** `userId` null: a service-key caller (404 for an unknown organisation); else members only (403). */
   async status(organisationId: string, userId: string | null, manager: EntityManager = this.db.manager): Promise<LicenseStatus> {
-    const [row] = await manager.query(STATUS_SQL, [...licenseStateParams(this.config, organisationId), userId]);
+    const [row] = await preparedQuery(manager, 'licensing_status', STATUS_SQL, [
+      ...licenseStateParams(this.config, organisationId),
+      userId,
+    ]);
     if (!row) throw userId ? notAMember() : organisationNotFound(organisationId);
     if (!row.tier_known) {
       // TIERS_FILE no longer lists this tier: free limits apply until the license changes.

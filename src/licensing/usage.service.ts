@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
+import { preparedQuery } from '../database/prepared';
 import { LICENSE_STATE, licenseStateParams } from './license-state.sql';
 import { LicensingService, organisationNotFound } from './licensing.service';
 
@@ -90,7 +91,7 @@ export class UsageService {
 
   /** The key row first, then the counter, in one transaction: a refusal rolls both back. */
   private async addOnce(m: EntityManager, report: UsageReport, key: string): Promise<UsageResult> {
-    const claimed = await m.query(CLAIM_KEY_SQL, [report.organisationId, key, report.metric, report.amount]);
+    const claimed = await preparedQuery(m, 'usage_claim_key', CLAIM_KEY_SQL, [report.organisationId, key, report.metric, report.amount]);
     if (!claimed.length) {
       const [first] = await m.query(
         `SELECT metric, amount, response FROM usage_idempotency_keys WHERE organisation_id = $1 AND key = $2`,
@@ -111,7 +112,11 @@ export class UsageService {
   }
 
   private async add(m: EntityManager, { organisationId, metric, amount }: UsageReport): Promise<UsageResult> {
-    const [row] = await m.query(ADD_USAGE_SQL, [...licenseStateParams(this.config, organisationId), metric, amount]);
+    const [row] = await preparedQuery(m, 'usage_add', ADD_USAGE_SQL, [
+      ...licenseStateParams(this.config, organisationId),
+      metric,
+      amount,
+    ]);
     if (row) return { metric, used: Number(row.used), limit: Number(row.lim), at_capacity: Number(row.used) >= Number(row.lim) };
     // Refused, or no such organisation: read why (404 from status) and say so.
     const { used, limit } = (await this.licensing.status(organisationId, null, m)).usage[metric];
