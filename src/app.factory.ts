@@ -1,18 +1,15 @@
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { createLogger, PinoNestLogger } from './common/logger';
+import { requestLogging } from './common/request-logging';
 import { applyHttpSecurity } from './ops/http-security';
 import { buildOpenApiDocument, serveOpenApi } from './ops/openapi';
 import { requestMetrics } from './ops/request-metrics';
 
 export const BODY_LIMIT = '1mb';
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the HTTP application exactly as production runs it; tests use the same function. */
 export async function createApp(config: AppConfig, logger: Logger = createLogger(config.logLevel)) {
@@ -25,17 +22,7 @@ export async function createApp(config: AppConfig, logger: Logger = createLogger
   // First, so that it times everything the service does with a request.
   app.use(requestMetrics);
   // Before the body parsers, so that even a 413 or malformed-JSON answer carries X-Request-Id.
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: requestId,
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-      serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-    }),
-  );
+  app.use(requestLogging(logger));
   applyHttpSecurity(app, config);
   app.useBodyParser('json', { limit: BODY_LIMIT });
   app.useBodyParser('urlencoded', { limit: BODY_LIMIT, extended: false });
@@ -44,9 +31,3 @@ export async function createApp(config: AppConfig, logger: Logger = createLogger
   return app;
 }
 
-function requestId(req: IncomingMessage, res: ServerResponse): string {
-  const given = req.headers['x-request-id'];
-  const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-  res.setHeader('X-Request-Id', id);
-  return id;
-}
