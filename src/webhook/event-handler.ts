@@ -11,7 +11,7 @@ export interface HandlerOutcome {
   subscriptionId?: string;
   /** Answer this 4xx after the ledger row (status failed) is committed. */
   rejection?: { code: string; message: string };
-  /** Provider ids now tied to an organisation: unmatched events for them can be applied. */
+  /** Provider ids now tied to an organisation, with unmatched events waiting for them: apply those. */
   linked?: { customerId?: string; subscriptionId?: string };
 }
 

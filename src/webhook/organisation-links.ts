@@ -29,7 +29,8 @@ export interface OrganisationMatch {
 /**
  * The event's organisation: the first metadata `organisation_id` present, when it names an existing
  * organisation; else the organisation already linked to the subscription id, then to the customer id.
- * A metadata id that is not a UUID or names no organisation is not trusted, only noted.
+ * A metadata id that is not a UUID or names no organisation is not trusted, only noted. The three
+ * look-ups are one statement; the order of preference is applied here.
  */
 export async function resolveOrganisation(
   sql: Sql,
@@ -37,50 +38,64 @@ export async function resolveOrganisation(
   customerId: string | undefined,
   subscriptionId: string | undefined,
 ): Promise<OrganisationMatch> {
-  let note: string | undefined;
   const given = metadataIds.find((id) => typeof id === 'string' && id !== '') as string | undefined;
-  if (given !== undefined) {
-    const [org] = UUID.test(given) ? await sql(`SELECT id FROM organisations WHERE id = $1`, [given]) : [];
-    if (org) return { organisationId: org.id };
-    note = `metadata.organisation_id "${given.slice(0, 64)}" names no organisation`;
-  }
-  if (subscriptionId) {
-    const [row] = await sql(`SELECT organisation_id FROM provider_subscriptions WHERE subscription_id = $1`, [
-      subscriptionId,
-    ]);
-    if (row) return { organisationId: row.organisation_id, note };
-  }
-  if (customerId) {
-    const [row] = await sql(`SELECT id FROM organisations WHERE provider_customer_id = $1`, [customerId]);
-    if (row) return { organisationId: row.id, note };
-  }
-  return { note };
+  const [found] = await sql<{ by_metadata: string | null; by_subscription: string | null; by_customer: string | null }>(
+    `SELECT (SELECT id FROM organisations WHERE id = $1::uuid) AS by_metadata,
+       (SELECT organisation_id FROM provider_subscriptions WHERE subscription_id = $2) AS by_subscription,
+       (SELECT id FROM organisations WHERE provider_customer_id = $3) AS by_customer`,
+    [given !== undefined && UUID.test(given) ? given : null, subscriptionId ?? null, customerId ?? null],
+  );
+  if (found.by_metadata) return { organisationId: found.by_metadata };
+  const note = given === undefined ? undefined : `metadata.organisation_id "${given.slice(0, 64)}" names no organisation`;
+  return { organisationId: found.by_subscription ?? found.by_customer ?? undefined, note };
+}
+
+export interface Link {
+  /** Why a link was left as it was, for the ledger's reason. */
+  note?: string;
+  /** Unmatched events of this subscription or customer are stored: they can be applied now. */
+  waiting: boolean;
 }
 
 /**
  * Ties the subscription and its customer to the organisation. The first link wins: a subscription or
  * customer already tied to another organisation is never moved, and an organisation that already has
- * a customer record keeps it. Returns a note when something was left as it was.
+ * a customer record keeps it. One statement, which also tells whether unmatched events wait for these
+ * ids: under the advisory locks none can be added before commit, so when none wait now, none need
+ * looking for after the event is applied.
  */
 export async function linkSubscription(
   sql: Sql,
   organisationId: string,
   subscriptionId: string,
   customerId: string | undefined,
-): Promise<string | undefined> {
-  await sql(
-    `INSERT INTO provider_subscriptions (subscription_id, organisation_id, customer_id) VALUES ($1, $2, $3)
-     ON CONFLICT (subscription_id) DO NOTHING`,
+): Promise<Link> {
+  const [row] = await sql<{ owner: string | null; customer_linked: boolean; waiting: boolean }>(
+    `WITH subscription AS (
+       INSERT INTO provider_subscriptions (subscription_id, organisation_id, customer_id) VALUES ($1, $2, $3)
+       ON CONFLICT (subscription_id) DO NOTHING
+     ), owner AS (
+       SELECT id FROM organisations WHERE provider_customer_id = $3
+     ), customer AS (
+       UPDATE organisations SET provider_customer_id = $3
+       WHERE id = $2 AND provider_customer_id IS NULL AND $3 IS NOT NULL AND NOT EXISTS (SELECT 1 FROM owner)
+       RETURNING id
+     )
+     SELECT (SELECT id FROM owner) AS owner, EXISTS (SELECT 1 FROM customer) AS customer_linked,
+       EXISTS (SELECT 1 FROM webhook_events
+               WHERE status = 'unmatched' AND (customer_id = $3 OR subscription_id = $1)) AS waiting`,
     [subscriptionId, organisationId, customerId ?? null],
   );
-  if (!customerId) return undefined;
-  const [owner] = await sql(`SELECT id FROM organisations WHERE provider_customer_id = $1`, [customerId]);
-  if (owner) {
-    return owner.id === organisationId ? undefined : `customer ${customerId} stays linked to another organisation`;
-  }
-  const linked = await sql(
-    `UPDATE organisations SET provider_customer_id = $2 WHERE id = $1 AND provider_customer_id IS NULL RETURNING id`,
-    [organisationId, customerId],
-  );
-  return linked.length ? undefined : `organisation keeps its existing customer record; ${customerId} not linked`;
+  return { note: customerNote(row, organisationId, customerId), waiting: row.waiting };
+}
+
+function customerNote(
+  row: { owner: string | null; customer_linked: boolean },
+  organisationId: string,
+  customerId: string | undefined,
+): string | undefined {
+  if (!customerId || row.customer_linked || row.owner === organisationId) return undefined;
+  return row.owner
+    ? `customer ${customerId} stays linked to another organisation`
+    : `organisation keeps its existing customer record; ${customerId} not linked`;
 }

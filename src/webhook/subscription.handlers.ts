@@ -38,7 +38,7 @@ abstract class SubscriptionHandler extends EventHandler {
     if (!organisationId) {
       return { ...ids, status: 'unmatched', reason: match.note ?? 'no organisation is linked to this customer or subscription yet' };
     }
-    const linkNote = await linkSubscription(sql, organisationId, subscriptionId, customerId);
+    const link = await linkSubscription(sql, organisationId, subscriptionId, customerId);
     const result = await applyToLicense(sql, organisationId, {
       kind: this.kind,
       created: event.created,
@@ -52,8 +52,8 @@ abstract class SubscriptionHandler extends EventHandler {
       ...ids,
       organisationId,
       status: result.applied ? 'processed' : 'stale',
-      reason: reasons(match.note, linkNote, result.applied ? undefined : result.reason),
-      linked: ids,
+      reason: reasons(match.note, link.note, result.applied ? undefined : result.reason),
+      linked: link.waiting ? ids : undefined,
     };
   }
 }
