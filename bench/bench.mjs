@@ -18,6 +18,10 @@ const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 3);
 const SECRET = 'whsec_bench_secret';
 const SERVICE_KEY = 'bench-service-key';
 const ORGS = 500;
+// BENCH_ONLY=status runs only the scenarios whose name contains it (besides the baseline);
+// BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=prof" profiles the server while it is measured.
+const ONLY = process.env.BENCH_ONLY;
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
 const freePort = () =>
   new Promise((resolve, reject) => {
@@ -69,7 +73,7 @@ async function prepareDatabase() {
 }
 
 function startServer(env) {
-  const server = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], {
+  const server = spawn(process.execPath, [...NODE_ARGS, join(ROOT, 'dist', 'src', 'main.js')], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', NODE_ENV: 'development', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -278,7 +282,8 @@ async function main() {
     await waitHealthy(base, server);
     const seeded = await seed(db.url);
     const rows = [];
-    for (const { name, opts } of scenarios(base, seeded)) {
+    const selected = scenarios(base, seeded).filter((s, i) => i === 0 || !ONLY || s.name.includes(ONLY));
+    for (const { name, opts } of selected) {
       await run(opts, WARMUP_S);
       const r = await run(opts, DURATION_S);
       rows.push({ name, r });
