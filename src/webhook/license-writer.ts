@@ -19,6 +19,8 @@ interface LicenseRow {
   subscription_id: string | null;
   last_event_created: number | null;
   last_event_rank: number | null;
+  /** The event's own subscription was deleted. */
+  subscription_deleted: boolean;
 }
 
 /**
@@ -31,18 +33,14 @@ interface LicenseRow {
  *   `.created` (a new subscription replaces the old) and `.updated` once the current one was deleted.
  */
 export async function applyToLicense(sql: Sql, organisationId: string, change: SubscriptionChange): Promise<LicenseResult> {
-  await sql(`INSERT INTO licenses (organisation_id) VALUES ($1) ON CONFLICT (organisation_id) DO NOTHING`, [organisationId]);
-  const [license] = await sql<LicenseRow>(
-    `SELECT subscription_id, last_event_created, last_event_rank FROM licenses WHERE organisation_id = $1 FOR UPDATE`,
-    [organisationId],
-  );
+  const license = await lockLicense(sql, organisationId, change.subscriptionId);
   if (change.kind === 'deleted') {
     await sql(
       `UPDATE provider_subscriptions SET deleted_event_created = COALESCE(deleted_event_created, $2)
        WHERE subscription_id = $1`,
       [change.subscriptionId, change.created],
     );
-  } else if (await isDeleted(sql, change.subscriptionId)) {
+  } else if (license.subscription_deleted) {
     return { applied: false, reason: `subscription ${change.subscriptionId} was deleted` };
   }
 
@@ -80,6 +78,25 @@ export async function applyToLicense(sql: Sql, organisationId: string, change: S
     ],
   );
   return { applied: true };
+}
+
+/**
+ * Creates the license row if missing and locks it, in one statement: the no-op DO UPDATE locks the row
+ * like SELECT … FOR UPDATE, also when another transaction created it meanwhile, and returns it. Whether
+ * the event's own subscription was deleted comes along: deletions of it run under the same advisory
+ * lock this event holds, so the statement's snapshot already shows them. (The current subscription's
+ * deletion is not covered by that lock and is read in a statement of its own, after this lock.)
+ */
+async function lockLicense(sql: Sql, organisationId: string, subscriptionId: string): Promise<LicenseRow> {
+  const [license] = await sql<LicenseRow>(
+    `INSERT INTO licenses (organisation_id) VALUES ($1)
+     ON CONFLICT (organisation_id) DO UPDATE SET organisation_id = EXCLUDED.organisation_id
+     RETURNING subscription_id, last_event_created, last_event_rank,
+       EXISTS (SELECT 1 FROM provider_subscriptions
+               WHERE subscription_id = $2 AND deleted_event_created IS NOT NULL) AS subscription_deleted`,
+    [organisationId, subscriptionId],
+  );
+  return license;
 }
 
 /** Equal (created, rank) counts as newer: a same-second redelivery under another id applies the same data. */
