@@ -1,7 +1,8 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
+import { launchChromium } from './support/browser';
 
 jest.setTimeout(60_000);
 
@@ -24,10 +25,7 @@ describe('sandbox checkout in a browser', () => {
     await new Promise<void>((resolve) => webApp.listen(0, '127.0.0.1', resolve));
     appUrl = `http://127.0.0.1:${(webApp.address() as AddressInfo).port}`;
     t = await startTestApp({ env: { APP_URL: appUrl } });
-    browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, runCli } from './support/run-cli';
 import { startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
+import { freePort } from './support/free-port';
 
 describe('operator CLI with DATABASE_URL', () => {
   let t: TestApp;
@@ -126,15 +126,4 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs = 30_000) {
     if (Date.now() > deadline) throw new Error('timed out waiting for the server');
     await new Promise((r) => setTimeout(r, 200));
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }

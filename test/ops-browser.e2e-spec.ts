@@ -1,5 +1,6 @@
-import { Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { startTestApp, TestApp } from './support/test-app';
+import { launchChromium } from './support/browser';
 
 jest.setTimeout(60_000);
 
@@ -10,10 +11,7 @@ describe('API docs in a browser', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

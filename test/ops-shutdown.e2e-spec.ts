@@ -2,12 +2,13 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync } from 'node:fs';
 import http from 'node:http';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { createTestDatabase } from './support/databases';
 import { ROOT } from './support/run-cli';
+import { freePort } from './support/free-port';
 
 // The built server, as production runs it (`npm test` builds first; alone: `npx nest build`).
 const MAIN = join(ROOT, 'dist', 'src', 'main.js');
@@ -18,17 +19,6 @@ interface Service {
   port: number;
   output: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {

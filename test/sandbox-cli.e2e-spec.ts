@@ -1,6 +1,6 @@
-import { createServer } from 'node:net';
 import { runCli } from './support/run-cli';
 import { createOrganisation, createUserWithSession, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
+import { freePort } from './support/free-port';
 
 /** `webhook:trigger` against a running service (the built CLI: `npm test` builds first). */
 describe('webhook:trigger', () => {
@@ -53,7 +53,7 @@ describe('webhook:trigger', () => {
   });
 
   it('exits non-zero when nothing listens at the URL', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const res = await runCli(
       ['webhook:trigger', 'invoice.payment_succeeded', '--org', '0b7c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11', '--url', `http://127.0.0.1:${port}/api/webhooks/payprovider`],
       env,
@@ -77,15 +77,3 @@ describe('webhook:trigger', () => {
     expect(res.stderr).toMatch(message);
   });
 });
-
-/** A port on which nothing listens: bound, read, released. */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}

@@ -1,11 +1,11 @@
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { openDatabase } from '../../src/database/embedded-postgres';
 import { runMigrations, typeOrmOptions } from '../../src/database/typeorm-options';
 import { adminQuery, serverUrl } from './databases';
+import { freePort } from './free-port';
 
 /**
  * Uses DATABASE_URL's server when set (CI), else starts an embedded PostgreSQL of its own in a temp
@@ -35,15 +35,4 @@ export default async function globalSetup() {
   } finally {
     await dataSource.destroy();
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
