@@ -40,14 +40,18 @@ describe('webhook when the database fails mid-delivery', () => {
   };
 
   /**
-   * Holds the advisory lock the webhook takes on the invoice's customer id (as a slow concurrent event for
-   * that customer would), so the delivery stops after its ledger insert, mid-transaction.
+   * Holds an uncommitted billing row for the invoice (as a concurrent delivery of the same invoice under
+   * another event id would), so the delivery stops at its billing insert: after its ledger insert,
+   * mid-transaction.
    */
-  async function holdInvoiceMidway(org: string) {
+  async function holdInvoiceMidway(org: string, event: { data: { object: Record<string, any> } }) {
     const blocker = new Client({ connectionString: database.url });
     await blocker.connect();
     await blocker.query('BEGIN');
-    await blocker.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`webhook:${'cus_outage_' + org}`]);
+    await blocker.query(
+      `INSERT INTO billing_history (organisation_id, invoice_id, amount_paid, currency, paid_at) VALUES ($1, $2, 0, 'USD', 0)`,
+      [org, event.data.object.id],
+    );
     return {
       release: async () => {
         await blocker.query('ROLLBACK');
@@ -56,11 +60,12 @@ describe('webhook when the database fails mid-delivery', () => {
     };
   }
 
-  /** Waits until the app's transaction is stuck waiting for the blocker (it has inserted its ledger row). */
+  /** Waits until the app's transaction is stuck at its billing insert (it has inserted its ledger row). */
   async function waitForLockWait() {
     for (let i = 0; i < 100; i++) {
       const { rows } = await direct.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = 'billing-licensing-service'`,
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+         AND application_name = 'billing-licensing-service' AND query LIKE '%INSERT INTO billing_history%'`,
       );
       if (rows[0].n > 0) return;
       await new Promise((r) => setTimeout(r, 20));
@@ -85,7 +90,7 @@ describe('webhook when the database fails mid-delivery', () => {
     await t.http().get('/api/health').expect(200);
     const org = (await createOrganisation(t)).id;
     const event = invoicePaidEvent(invoiceObject({ organisationId: org, customer: `cus_outage_${org}` }));
-    const blocker = await holdInvoiceMidway(org);
+    const blocker = await holdInvoiceMidway(org, event);
 
     const started = Date.now();
     const pending = deliver(t.app.getHttpServer(), event).then((r) => r);
@@ -113,7 +118,7 @@ describe('webhook when the database fails mid-delivery', () => {
   it('a database that answers too slowly → 5xx within the query timeout, nothing stored', async () => {
     const org = (await createOrganisation(t)).id;
     const event = invoicePaidEvent(invoiceObject({ organisationId: org, customer: `cus_outage_${org}` }));
-    const blocker = await holdInvoiceMidway(org);
+    const blocker = await holdInvoiceMidway(org, event);
     const started = Date.now();
     const res = await deliver(t.app.getHttpServer(), event);
     const elapsed = Date.now() - started;

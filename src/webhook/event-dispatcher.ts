@@ -6,6 +6,7 @@ import { webhookEvents } from '../ops/metrics';
 import { EventHandler, HandlerOutcome } from './event-handler';
 import { claimEvent, finishEvent, storedPayload, unmatchedEvents } from './event-ledger';
 import { InvoicePaidHandler } from './invoice-paid.handler';
+import { lockProviderIds } from './organisation-links';
 import { ProviderEvent } from './provider-event';
 import { SubscriptionCreatedHandler, SubscriptionDeletedHandler, SubscriptionUpdatedHandler } from './subscription.handlers';
 import { Sql, transaction } from './transaction';
@@ -25,8 +26,9 @@ interface Applied {
 }
 
 /**
- * Runs each event in one transaction: claim the ledger row, pick the handler for its type, record the
- * outcome, and apply the unmatched events that this event's links made matchable. Metrics and logs are
+ * Runs each event in one transaction: lock the event's customer and subscription ids and claim the
+ * ledger row (one statement), pick the handler for its type, record the outcome, and apply the unmatched
+ * events that this event's links made matchable. Metrics and logs are
  * written only after the commit, so they never count what was not stored.
  */
 @Injectable()
@@ -46,7 +48,7 @@ export class EventDispatcher {
 
   async dispatch(event: ProviderEvent): Promise<DispatchResult> {
     const { result, applied } = await transaction(this.db, async (sql) => {
-      const claim = await claimEvent(sql, event);
+      const claim = await claimEvent(sql, event, this.handlers.get(event.type)?.providerIds(event) ?? []);
       if (claim.kind === 'duplicate') {
         const reason = `already received (${claim.status})`;
         return { result: { id: event.id, status: 'duplicate' as const, reason }, applied: [] };
@@ -82,7 +84,10 @@ export class EventDispatcher {
     if (!outcome.linked) return;
     const pending = await unmatchedEvents(sql, outcome.linked.customerId, outcome.linked.subscriptionId);
     for (const next of pending) {
-      if (!seen.has(next.id)) await this.apply(sql, next, applied, seen);
+      if (seen.has(next.id)) continue;
+      // The claim locked the delivered event's ids; a pending event's are locked here, before its look-ups.
+      await lockProviderIds(sql, this.handlers.get(next.type)?.providerIds(next) ?? []);
+      await this.apply(sql, next, applied, seen);
     }
   }
 

@@ -18,6 +18,8 @@ export interface HandlerOutcome {
 /** Handles one event type. Runs inside the ledger transaction; validates before it writes anything. */
 export abstract class EventHandler {
   abstract readonly type: string;
+  /** The customer and subscription ids the event touches: the dispatcher locks them before `handle`. */
+  abstract providerIds(event: ProviderEvent): (string | undefined)[];
   abstract handle(sql: Sql, event: ProviderEvent): Promise<HandlerOutcome>;
 }
 

@@ -1,4 +1,5 @@
 import { HandlerOutcome } from './event-handler';
+import { lockKeys, takeLocksSql } from './organisation-links';
 import { ProviderEvent } from './provider-event';
 import { Sql } from './transaction';
 import { LedgerStatus } from './webhook-event.entity';
@@ -9,23 +10,22 @@ export const RETRYABLE: readonly LedgerStatus[] = ['failed', 'unmatched'];
 export type Claim = { kind: 'new' | 'retry' } | { kind: 'duplicate'; status: LedgerStatus };
 
 /**
- * The first statement of every delivery's transaction. A second delivery of the same id (another
- * instance, the same moment) blocks on the primary key until the first commits, then sees it here.
- * The row starts as `failed` and is finished by `finishEvent` before commit, so nobody sees that value
- * unless the handler really failed.
+ * The first statement of every delivery's transaction. It takes the event's advisory locks (see
+ * `lockKeys`) before the ledger insert: a second delivery of the same id waits on those locks, or on
+ * the primary key when it has none, until the first commits, then sees the row here. A delivery then
+ * never holds its ledger row while waiting for a lock. The row starts as `failed` and is finished by
+ * `finishEvent` before commit, so nobody sees that value unless the handler really failed. A redelivery
+ * only counts itself (`attempts`): `attempts` 1 means this delivery inserted the row.
  */
-export async function claimEvent(sql: Sql, event: ProviderEvent): Promise<Claim> {
-  const inserted = await sql(
+export async function claimEvent(sql: Sql, event: ProviderEvent, providerIds: (string | undefined)[]): Promise<Claim> {
+  const [row] = await sql<{ status: LedgerStatus; attempts: number }>(
     `INSERT INTO webhook_events (id, type, created, livemode, payload, status)
-     VALUES ($1, $2, $3, $4, $5, 'failed') ON CONFLICT (id) DO NOTHING RETURNING id`,
-    [event.id, event.type, event.created, event.livemode, JSON.stringify(event)],
+     SELECT $1, $2, $3::bigint, $4::boolean, $5::jsonb, 'failed' FROM (${takeLocksSql('$6')}) AS locked
+     ON CONFLICT (id) DO UPDATE SET attempts = webhook_events.attempts + 1, last_received_at = now()
+     RETURNING status, attempts`,
+    [event.id, event.type, event.created, event.livemode, JSON.stringify(event), lockKeys(providerIds)],
   );
-  if (inserted.length) return { kind: 'new' };
-  // Count the delivery; never touch the original outcome.
-  const [row] = await sql<{ status: LedgerStatus }>(
-    `UPDATE webhook_events SET attempts = attempts + 1, last_received_at = now() WHERE id = $1 RETURNING status`,
-    [event.id],
-  );
+  if (row.attempts === 1) return { kind: 'new' };
   return RETRYABLE.includes(row.status) ? { kind: 'retry' } : { kind: 'duplicate', status: row.status };
 }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EventHandler, failed, HandlerOutcome, reasons } from './event-handler';
-import { lockProviderIds, resolveOrganisation } from './organisation-links';
+import { resolveOrganisation } from './organisation-links';
 import { idOf, isObject, ProviderEvent, secondsOf } from './provider-event';
 import { Sql } from './transaction';
 
@@ -9,9 +9,14 @@ import { Sql } from './transaction';
 export class InvoicePaidHandler extends EventHandler {
   readonly type = 'invoice.payment_succeeded';
 
+  providerIds(event: ProviderEvent): (string | undefined)[] {
+    const invoice = event.data.object;
+    return [idOf(invoice.customer), subscriptionOf(invoice, linesOf(invoice))];
+  }
+
   async handle(sql: Sql, event: ProviderEvent): Promise<HandlerOutcome> {
     const invoice = event.data.object;
-    const lines: Record<string, any>[] = Array.isArray(invoice.lines?.data) ? invoice.lines.data.filter(isObject) : [];
+    const lines = linesOf(invoice);
     const subscriptionId = subscriptionOf(invoice, lines);
     const customerId = idOf(invoice.customer);
     const ids = { subscriptionId, customerId };
@@ -25,7 +30,6 @@ export class InvoicePaidHandler extends EventHandler {
       return failed('invoice_invalid', 'currency is not a three-letter code', ids);
     }
 
-    await lockProviderIds(sql, [customerId, subscriptionId]);
     const match = await resolveOrganisation(
       sql,
       [
@@ -65,6 +69,10 @@ export class InvoicePaidHandler extends EventHandler {
       reason: reasons(match.note, inserted.length ? undefined : `invoice ${invoiceId} was already recorded`),
     };
   }
+}
+
+function linesOf(invoice: Record<string, any>): Record<string, any>[] {
+  return Array.isArray(invoice.lines?.data) ? invoice.lines.data.filter(isObject) : [];
 }
 
 /** Today: `parent.subscription_details.subscription` (or on a line's parent); before: `invoice.subscription`. */

@@ -6,18 +6,21 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * Serialises, across instances, every event touching one customer or subscription id: an event that
  * finds no organisation and one that links that id cannot interleave, so an unmatched event is either
  * seen by the linking transaction or committed after it and matched directly. Keys are taken in sorted
- * order so two events never wait on each other: all in one statement, which takes them in the array's
- * order (ordinality). It must stay a statement of its own: the look-ups after it need a snapshot taken
- * once the locks are held.
+ * order so two events never wait on each other. The look-ups that rely on the locks must run in a later
+ * statement than the one taking them, so that their snapshot is taken once the locks are held.
  */
+export function lockKeys(ids: (string | undefined)[]): string[] {
+  return [...new Set(ids.filter((id): id is string => !!id))].sort().map((id) => `webhook:${id}`);
+}
+
+/** SQL taking the advisory locks for the keys in text[] parameter `param`, in array order (unnest's order). */
+export function takeLocksSql(param: string): string {
+  return `SELECT count(pg_advisory_xact_lock(hashtextextended(key, 0))) AS locks FROM unnest(${param}::text[]) AS key`;
+}
+
 export async function lockProviderIds(sql: Sql, ids: (string | undefined)[]): Promise<void> {
-  const keys = [...new Set(ids.filter((id): id is string => !!id))].sort().map((id) => `webhook:${id}`);
-  if (!keys.length) return;
-  await sql(
-    `SELECT pg_advisory_xact_lock(hashtextextended(key, 0))
-     FROM unnest($1::text[]) WITH ORDINALITY AS k(key, n) ORDER BY n`,
-    [keys],
-  );
+  const keys = lockKeys(ids);
+  if (keys.length) await sql(takeLocksSql('$1'), [keys]);
 }
 
 export interface OrganisationMatch {

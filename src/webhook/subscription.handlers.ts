@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { EventHandler, failed, HandlerOutcome, reasons } from './event-handler';
 import { applyToLicense, SubscriptionChange } from './license-writer';
-import { linkSubscription, lockProviderIds, resolveOrganisation } from './organisation-links';
+import { linkSubscription, resolveOrganisation } from './organisation-links';
 import { EVENT_RANK, idOf, ProviderEvent, secondsOf } from './provider-event';
 import { resolveTier } from './tier-resolution';
 import { Sql } from './transaction';
@@ -19,6 +19,10 @@ abstract class SubscriptionHandler extends EventHandler {
     super();
   }
 
+  providerIds(event: ProviderEvent): (string | undefined)[] {
+    return [idOf(event.data.object.customer), idOf(event.data.object.id)];
+  }
+
   async handle(sql: Sql, event: ProviderEvent): Promise<HandlerOutcome> {
     const sub = event.data.object;
     const subscriptionId = idOf(sub.id);
@@ -32,7 +36,6 @@ abstract class SubscriptionHandler extends EventHandler {
       tier = resolved.tier;
     }
 
-    await lockProviderIds(sql, [customerId, subscriptionId]);
     const match = await resolveOrganisation(sql, [sub.metadata?.organisation_id], customerId, subscriptionId);
     const organisationId = match.organisationId;
     if (!organisationId) {
