@@ -75,7 +75,13 @@ async function prepareDatabase() {
 function startServer(env) {
   const server = spawn(process.execPath, [...NODE_ARGS, join(ROOT, 'dist', 'src', 'main.js')], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', NODE_ENV: 'development', ...env },
+    env: {
+      PATH: process.env.PATH,
+      LOG_LEVEL: 'warn',
+      NODE_ENV: 'development',
+      ...(process.env.DATABASE_POOL_SIZE ? { DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE } : {}),
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   return server;
