@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import { connect } from 'node:net';
@@ -9,6 +9,7 @@ import { Client } from 'pg';
 import { createTestDatabase } from './support/databases';
 import { ROOT } from './support/run-cli';
 import { freePort } from './support/free-port';
+import { signatureHeader } from './support/webhook-signing';
 
 // The built server, as production runs it (`npm test` builds first; alone: `npx nest build`).
 const MAIN = join(ROOT, 'dist', 'src', 'main.js');
@@ -116,9 +117,7 @@ function signedEvent(id: string): { body: string; signature: string } {
     livemode: false,
     data: { object: { id: 'cus_shutdown', object: 'customer' } },
   });
-  const t = Math.floor(Date.now() / 1000);
-  const v1 = createHmac('sha256', SECRET).update(`${t}.${body}`).digest('hex');
-  return { body, signature: `t=${t},v1=${v1}` };
+  return { body, signature: signatureHeader(body, { secret: SECRET }) };
 }
 
 describe('graceful shutdown of the real process', () => {

@@ -1,4 +1,5 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { computeSignature } from '../../webhook/signature';
 
 /**
  * Builders for payment-provider objects and signed events, shaped like the provider's current API (see
@@ -205,10 +206,12 @@ export function eventEnvelope(type: string, object: object, created = nowSeconds
   };
 }
 
-/** The provider's signature header: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`. */
+/**
+ * The provider's signature header: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, computed by the
+ * very function the webhook verifies with, so the two cannot drift apart.
+ */
 export function signatureHeader(body: string, secret: string, timestamp = nowSeconds()): string {
-  const v1 = createHmac('sha256', secret).update(`${timestamp}.${body}`, 'utf8').digest('hex');
-  return `t=${timestamp},v1=${v1}`;
+  return `t=${timestamp},v1=${computeSignature(timestamp, Buffer.from(body, 'utf8'), secret)}`;
 }
 
 export interface DeliveryResult {
