@@ -28,7 +28,7 @@ export class SessionService {
 
   /** The user behind a live token, or null when it is unknown, expired or revoked. One round trip. */
   async authenticate(token: string): Promise<AuthUser | null> {
-    const rows = await preparedQuery<AuthUser>(this.db, 'session_authenticate', AUTHENTICATE_SQL, [hashToken(token)]);
+    const rows = await preparedQuery<AuthUser>(this.db, AUTHENTICATE_SQL, [hashToken(token)]);
     return rows[0] ?? null;
   }
 

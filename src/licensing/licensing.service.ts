@@ -53,7 +53,7 @@ export class LicensingService {
 
   /** `userId` null: a service-key caller (404 for an unknown organisation); else members only (403). */
   async status(organisationId: string, userId: string | null, manager: EntityManager = this.db.manager): Promise<LicenseStatus> {
-    const [row] = await preparedQuery(manager, 'licensing_status', STATUS_SQL, [
+    const [row] = await preparedQuery(manager, STATUS_SQL, [
       ...licenseStateParams(this.config, organisationId),
       userId,
     ]);

@@ -91,7 +91,7 @@ export class UsageService {
 
   /** The key row first, then the counter, in one transaction: a refusal rolls both back. */
   private async addOnce(m: EntityManager, report: UsageReport, key: string): Promise<UsageResult> {
-    const claimed = await preparedQuery(m, 'usage_claim_key', CLAIM_KEY_SQL, [report.organisationId, key, report.metric, report.amount]);
+    const claimed = await preparedQuery(m, CLAIM_KEY_SQL, [report.organisationId, key, report.metric, report.amount]);
     if (!claimed.length) {
       const [first] = await m.query(
         `SELECT metric, amount, response FROM usage_idempotency_keys WHERE organisation_id = $1 AND key = $2`,
@@ -112,7 +112,7 @@ export class UsageService {
   }
 
   private async add(m: EntityManager, { organisationId, metric, amount }: UsageReport): Promise<UsageResult> {
-    const [row] = await preparedQuery(m, 'usage_add', ADD_USAGE_SQL, [
+    const [row] = await preparedQuery(m, ADD_USAGE_SQL, [
       ...licenseStateParams(this.config, organisationId),
       metric,
       amount,

@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+import { statementName } from '../database/prepared';
 
 /** Runs one statement in the current transaction and returns its rows (RETURNING rows for writes). */
 export type Sql = <T = Record<string, any>>(text: string, params?: unknown[]) => Promise<T[]>;
@@ -8,18 +9,6 @@ interface PgClient {
   query(text: string | { name: string; text: string; values?: unknown[] }, params?: unknown[]): Promise<{ rows: any[] }>;
   on(event: 'error', listener: (err: Error) => void): unknown;
   removeListener(event: 'error', listener: (err: Error) => void): unknown;
-}
-
-// Every statement of the webhook path is a fixed text. Running each as a named prepared statement lets
-// PostgreSQL plan it once per connection rather than on every event (a third of an event's cost).
-const statementNames = new Map<string, string>();
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (name === undefined) {
-    name = `webhook_${statementNames.size}`;
-    statementNames.set(text, name);
-  }
-  return name;
 }
 
 /**
@@ -41,6 +30,7 @@ export async function transaction<T>(db: DataSource, work: (sql: Sql) => Promise
     client.removeListener('error', onError);
     release(err);
   };
+  // Every statement here is a fixed text: prepared once per connection, not planned on every event.
   const sql: Sql = async (text, params) => (await client.query({ name: statementName(text), text, values: params })).rows;
   try {
     await client.query('BEGIN');
