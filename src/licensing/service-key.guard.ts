@@ -1,11 +1,10 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { AppException, unauthenticated } from '../common/app-exception';
+import { AppException } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig } from '../config/app-config';
-import { SessionService } from '../identity/session.service';
-import { sessionToken } from '../identity/session.strategy';
+import { SessionStrategy } from '../identity/session.strategy';
 
 export const SERVICE_KEY_HEADER = 'x-service-key';
 
@@ -54,7 +53,7 @@ export class ServiceKeyGuard implements CanActivate {
 export class ServiceKeyOrSessionGuard implements CanActivate {
   constructor(
     private readonly keys: ServiceKeys,
-    private readonly sessions: SessionService,
+    private readonly sessions: SessionStrategy,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -64,10 +63,8 @@ export class ServiceKeyOrSessionGuard implements CanActivate {
       this.keys.verify(key);
       return true;
     }
-    const token = sessionToken(req);
-    const user = token && token.length <= 256 ? await this.sessions.authenticate(token) : null;
-    if (!user) throw unauthenticated();
-    req.user = user;
+    // The same session check as the global guard (401 when missing, unknown, expired or revoked).
+    req.user = await this.sessions.validate(req);
     return true;
   }
 }
