@@ -74,6 +74,30 @@ describe('GET /api/licensing/status', () => {
       await status(org.id, { Authorization: 'Bearer nope' }).expect(401);
       // A service key is not a session.
       await status(org.id, { 'X-Service-Key': 'anything' }).expect(401);
+      await status(org.id, { Authorization: `Bearer ${'a'.repeat(300)}` }).expect(401);
+      // No session is 401 even when the query is also wrong.
+      expect((await t.http().get('/api/licensing/status?organisation_id=nope').expect(401)).body).toEqual(
+        errorBody(401, 'unauthenticated'),
+      );
+    });
+
+    // This route verifies the session inside its own statement (one round trip), not through the global guard.
+    it('401 once the session expired or was revoked, for a member too', async () => {
+      const { org } = await memberOfNewOrg();
+      const expired = await createUserWithSession(t, { org: org.id });
+      const revoked = await createUserWithSession(t, { org: org.id });
+      await status(org.id, expired.auth).expect(200);
+      await status(org.id, revoked.auth).expect(200);
+      await t.db.query(`UPDATE sessions SET expires_at = now() - interval '1 second' WHERE user_id = $1`, [expired.id]);
+      await t.db.query(`UPDATE sessions SET revoked_at = now() WHERE user_id = $1`, [revoked.id]);
+      expect((await status(org.id, expired.auth).expect(401)).body).toEqual(errorBody(401, 'unauthenticated'));
+      expect((await status(org.id, revoked.auth).expect(401)).body).toEqual(errorBody(401, 'unauthenticated'));
+    });
+
+    it('accepts the session cookie as well as the bearer header', async () => {
+      const { org, user } = await memberOfNewOrg();
+      const res = await status(org.id, { Cookie: `theme=dark; session=${encodeURIComponent(user.token)}` }).expect(200);
+      expect(res.body).toEqual(body('free', true, false, FREE));
     });
 
     it('403 for a non-member, with the same body as for an organisation that does not exist', async () => {

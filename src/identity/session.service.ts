@@ -7,9 +7,16 @@ import { preparedQuery } from '../database/prepared';
 
 export const hashToken = (token: string): Buffer => createHash('sha256').update(token).digest();
 
+/**
+ * The one definition of a live session, as a condition on `sessions`: the token's hash (the parameter
+ * named by `tokenHashParam`) matches, and the session is neither revoked nor expired. Statements that
+ * authenticate a caller themselves (the status read, in one round trip) embed it too.
+ */
+export const liveSession = (tokenHashParam: string) =>
+  `sessions.token_hash = ${tokenHashParam} AND sessions.revoked_at IS NULL AND sessions.expires_at > now()`;
+
 const AUTHENTICATE_SQL = `
-  SELECT u.id, u.email FROM sessions s JOIN users u ON u.id = s.user_id
-  WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > now()`;
+  SELECT u.id, u.email FROM sessions JOIN users u ON u.id = sessions.user_id WHERE ${liveSession('$1')}`;
 
 @Injectable()
 export class SessionService {

@@ -6,8 +6,16 @@ import { unauthenticated } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { SessionService } from './session.service';
 
+// Tokens are 43 base64url characters; anything far off is not worth a database round trip.
+const MAX_TOKEN_LENGTH = 256;
+
 /** Reads the session token from `Authorization: Bearer <token>` or the `session` cookie. */
 export function sessionToken(req: Request): string | undefined {
+  const token = rawSessionToken(req);
+  return token && token.length <= MAX_TOKEN_LENGTH ? token : undefined;
+}
+
+function rawSessionToken(req: Request): string | undefined {
   const auth = req.headers.authorization;
   if (auth) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(auth);
@@ -41,8 +49,7 @@ export class SessionStrategy extends PassportStrategy(Strategy, 'session') {
 
   async validate(req: Request): Promise<AuthUser> {
     const token = sessionToken(req);
-    // Tokens are 43 base64url characters; anything far off is not worth a database round trip.
-    if (!token || token.length > 256) throw unauthenticated();
+    if (!token) throw unauthenticated();
     const user = await this.sessions.authenticate(token);
     if (!user) throw unauthenticated();
     return user;

@@ -10,6 +10,7 @@ import {
 import { ApiErrors, SECURITY } from '../common/api-docs';
 import { AuthUser, CurrentUser } from '../common/current-user.decorator';
 import { Public } from '../common/public.decorator';
+import { SessionTokenGuard, SessionTokenHash } from '../common/session-token.guard';
 import {
   CheckQuery,
   CheckResponse,
@@ -31,13 +32,16 @@ export class LicensingController {
   ) {}
 
   @Get('status')
+  // The session is verified by the status statement itself: one database round trip per request.
+  @Public()
+  @UseGuards(SessionTokenGuard)
   @ApiOperation({ summary: "An organisation's license tier and its usage against the limits in force (members only)" })
   @ApiBearerAuth(SECURITY.session)
   @ApiCookieAuth(SECURITY.sessionCookie)
   @ApiOkResponse({ type: LicenseStatusResponse })
   @ApiErrors(400, 401, 403)
-  status(@CurrentUser() user: AuthUser, @Query() query: OrganisationQuery): Promise<LicenseStatusResponse> {
-    return this.licensing.status(query.organisation_id, user.id);
+  status(@SessionTokenHash() tokenHash: Buffer, @Query() query: OrganisationQuery): Promise<LicenseStatusResponse> {
+    return this.licensing.statusForSession(query.organisation_id, tokenHash);
   }
 
   @Get('check')

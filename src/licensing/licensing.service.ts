@@ -1,10 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { AppException, notAMember } from '../common/app-exception';
+import { AppException, notAMember, unauthenticated } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
 import { Metric } from '../config/tiers';
 import { preparedQuery } from '../database/prepared';
+import { liveSession } from '../identity/session.service';
 import { LICENSE_STATE, licenseStateParams } from './license-state.sql';
 
 export interface LicenseStatus {
@@ -19,24 +20,41 @@ export interface CheckResult {
   remaining: number;
 }
 
+// The license state and every usage count, selected from `state` (LICENSE_STATE) as `s`.
+const STATUS_COLUMNS = `
+  s.tier, s.is_active, s.is_expired, s.tier_known,
+  (s.limits ->> 'projects')::bigint AS projects_limit,
+  (s.limits ->> 'ai_tokens')::bigint AS ai_tokens_limit,
+  (s.limits ->> 'users')::bigint AS users_limit,
+  COALESCE((SELECT used FROM usage_counters
+            WHERE organisation_id = $1 AND metric = 'projects' AND period_start = 0), 0) AS projects_used,
+  COALESCE((SELECT used FROM usage_counters
+            WHERE organisation_id = $1 AND metric = 'ai_tokens' AND period_start = s.ai_period), 0) AS ai_tokens_used,
+  (SELECT count(*) FROM memberships WHERE organisation_id = $1) AS users_used`;
+
 /**
  * One round trip: the caller's access, the license state and every usage count. $4 is the calling user,
  * or NULL for a trusted back-end (service key), for which the organisation only has to exist.
  */
 const STATUS_SQL = `
   WITH ${LICENSE_STATE}
-  SELECT s.tier, s.is_active, s.is_expired, s.tier_known,
-         (s.limits ->> 'projects')::bigint AS projects_limit,
-         (s.limits ->> 'ai_tokens')::bigint AS ai_tokens_limit,
-         (s.limits ->> 'users')::bigint AS users_limit,
-         COALESCE((SELECT used FROM usage_counters
-                   WHERE organisation_id = $1 AND metric = 'projects' AND period_start = 0), 0) AS projects_used,
-         COALESCE((SELECT used FROM usage_counters
-                   WHERE organisation_id = $1 AND metric = 'ai_tokens' AND period_start = s.ai_period), 0) AS ai_tokens_used,
-         (SELECT count(*) FROM memberships WHERE organisation_id = $1) AS users_used
+  SELECT ${STATUS_COLUMNS}
   FROM state s
   WHERE CASE WHEN $4::uuid IS NULL THEN EXISTS (SELECT 1 FROM organisations WHERE id = $1)
              ELSE EXISTS (SELECT 1 FROM memberships WHERE organisation_id = $1 AND user_id = $4::uuid) END`;
+
+/**
+ * The same read for a session token not yet verified ($4, its SHA-256): the session check, the membership
+ * check, the license state and every usage count in one round trip. Always one row.
+ */
+const SESSION_STATUS_SQL = `
+  WITH ${LICENSE_STATE},
+  caller AS (SELECT user_id FROM sessions WHERE ${liveSession('$4::bytea')})
+  SELECT ${STATUS_COLUMNS},
+         EXISTS (SELECT 1 FROM caller) AS authenticated,
+         EXISTS (SELECT 1 FROM memberships m JOIN caller c ON c.user_id = m.user_id
+                 WHERE m.organisation_id = $1) AS member
+  FROM state s`;
 
 export const organisationNotFound = (id: string) =>
   new AppException(404, 'organisation_not_found', `No organisation with id ${id}.`);
@@ -58,6 +76,24 @@ export class LicensingService {
       userId,
     ]);
     if (!row) throw userId ? notAMember() : organisationNotFound(organisationId);
+    return this.toStatus(organisationId, row);
+  }
+
+  /**
+   * The status for the holder of a session token (its SHA-256), verified in the same statement: 401 when
+   * no live session matches, 403 when its user is not a member.
+   */
+  async statusForSession(organisationId: string, tokenHash: Buffer): Promise<LicenseStatus> {
+    const [row] = await preparedQuery(this.db, SESSION_STATUS_SQL, [
+      ...licenseStateParams(this.config, organisationId),
+      tokenHash,
+    ]);
+    if (!row.authenticated) throw unauthenticated();
+    if (!row.member) throw notAMember();
+    return this.toStatus(organisationId, row);
+  }
+
+  private toStatus(organisationId: string, row: Record<string, any>): LicenseStatus {
     if (!row.tier_known) {
       // TIERS_FILE no longer lists this tier: free limits apply until the license changes.
       this.logger.warn({ msg: 'license tier missing from the tier table; free limits apply', organisationId, tier: row.tier });
