@@ -19,6 +19,8 @@ export async function createApp(config: AppConfig, logger: Logger = createLogger
     logger: new PinoNestLogger(logger),
   });
   app.disable('x-powered-by');
+  // Responses are small, per-caller and uncached; a SHA-1 of every body for an ETag nobody sends back is waste.
+  app.set('etag', false);
   // First, so that it times everything the service does with a request.
   app.use(requestMetrics);
   // Before the body parsers, so that even a 413 or malformed-JSON answer carries X-Request-Id.

@@ -99,7 +99,7 @@ describe('operations over HTTP', () => {
   });
 
   describe('security headers', () => {
-    it('sets helmet headers on API responses, with a CSP that allows no script', async () => {
+    it('sets the security headers (helmet 8 set) on API responses, with a CSP that allows no script', async () => {
       const res = await t.http().get('/api/health').expect(200);
       expect(res.headers['content-security-policy']).toContain("default-src 'none'");
       expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
