@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, runCli } from './support/run-cli';
@@ -113,6 +114,22 @@ describe('operator CLI on the embedded database, with and without the server run
       await exited;
     }
   }, 90_000);
+
+  it("says why the embedded database did not start, in PostgreSQL's own words", async () => {
+    // Another program holds the port; it is not PostgreSQL, so it cannot be shared either.
+    const squatter = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
+    const own = mkdtempSync(join(tmpdir(), 'billing-cli-'));
+    try {
+      const port = String((squatter.address() as AddressInfo).port);
+      const res = await runCli(['user:create', '--email', 'nobody@example.com'], { DATA_DIR: own, EMBEDDED_POSTGRES_PORT: port });
+      expect(res.code).not.toBe(0);
+      expect(res.stderr).toMatch(/embedded PostgreSQL did not start.*could not bind.*Address already in use/);
+    } finally {
+      squatter.close();
+      rmSync(own, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs = 30_000) {

