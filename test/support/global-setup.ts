@@ -12,6 +12,8 @@ import { freePort } from './free-port';
  * directory. Then builds one migrated template database that every test file copies.
  */
 export default async function globalSetup() {
+  // Everything the tests write to the temp dir goes under one folder of this run, removed at teardown.
+  process.env.TMPDIR = mkdtempSync(join(tmpdir(), 'billing-test-run-'));
   if (process.env.DATABASE_URL) {
     process.env.TEST_DATABASE_SERVER_URL = process.env.DATABASE_URL;
   } else {

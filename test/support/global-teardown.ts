@@ -4,10 +4,18 @@ import type { Database } from '../../src/database/embedded-postgres';
 import { serverUrl } from './databases';
 
 export default async function globalTeardown() {
+  try {
+    await dropDatabases();
+  } finally {
+    // The run's temp folder (global-setup pointed TMPDIR at it), with the embedded database's data if any.
+    if (process.env.TMPDIR?.includes('billing-test-run-')) rmSync(process.env.TMPDIR, { recursive: true, force: true });
+  }
+}
+
+async function dropDatabases() {
   const embedded = (globalThis as { __TEST_DB__?: { db: Database; dataDir: string } }).__TEST_DB__;
   if (embedded) {
     await embedded.db.stop();
-    rmSync(embedded.dataDir, { recursive: true, force: true });
     return;
   }
   // On a shared server, remove what this run created.
