@@ -1,15 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config/app-config';
 
-const made: string[] = [];
-const dataDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'billing-config-'));
-  made.push(dir);
-  return dir;
-};
-afterAll(() => made.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+const dataDir = () => mkdtempSync(join(tmpdir(), 'billing-config-'));
 const base = () => ({ DATA_DIR: dataDir(), PAYPROVIDER_WEBHOOK_SECRET: 'whsec_x' });
 
 describe('loadConfig', () => {
