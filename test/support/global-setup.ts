@@ -23,7 +23,7 @@ export default async function globalSetup() {
       port: await freePort(),
       log: { debug: () => undefined, warn: () => undefined },
     });
-    (globalThis as { __TEST_DB__?: unknown }).__TEST_DB__ = { db, dataDir };
+    (globalThis as { __TEST_DB__?: unknown }).__TEST_DB__ = { db };
     process.env.TEST_DATABASE_SERVER_URL = db.url;
   }
   process.env.TEST_RUN_ID = String(process.pid);

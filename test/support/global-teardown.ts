@@ -13,7 +13,7 @@ export default async function globalTeardown() {
 }
 
 async function dropDatabases() {
-  const embedded = (globalThis as { __TEST_DB__?: { db: Database; dataDir: string } }).__TEST_DB__;
+  const embedded = (globalThis as { __TEST_DB__?: { db: Database } }).__TEST_DB__;
   if (embedded) {
     await embedded.db.stop();
     return;
