@@ -2,7 +2,7 @@ import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeor
 
 /** A login session. Only the SHA-256 of its token is stored, so a database leak yields no usable token. */
 @Entity('sessions')
-export class Session {
+export class LoginSession {
   @PrimaryGeneratedColumn('uuid')
   id: string;
 
