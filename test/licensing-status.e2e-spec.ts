@@ -143,7 +143,13 @@ describe('GET /api/licensing/status', () => {
       ];
       for (const [used, atCapacity] of expected) {
         const other = await identity.createUser(`u${used}.${randomUUID()}@example.com`);
-        await identity.addMember(org.id, other.id, 'member');
+        if (used <= FREE.users) {
+          await identity.addMember(org.id, other.id, 'member');
+        } else {
+          // Beyond the limit only as members kept after a downgrade: addMember itself refuses (402).
+          await expect(identity.addMember(org.id, other.id, 'member')).rejects.toMatchObject({ code: 'limit_exceeded' });
+          await t.db.query(`INSERT INTO memberships (organisation_id, user_id, role) VALUES ($1, $2, 'member')`, [org.id, other.id]);
+        }
         const res = await status(org.id, user.auth).expect(200);
         expect(res.body.usage.users).toEqual({ used, limit: FREE.users, at_capacity: atCapacity });
       }

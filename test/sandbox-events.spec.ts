@@ -1,6 +1,7 @@
 import Stripe from 'stripe';
 import { esc, money } from '../src/billing/sandbox/sandbox-pages';
-import { addMonth, randomId, signatureHeader } from '../src/billing/sandbox/provider-events';
+import { addMonth, randomId } from '../src/billing/sandbox/provider-events';
+import { signatureHeader } from '../src/billing/provider-signature';
 import { triggerEvent } from '../src/cli/webhook-trigger.command';
 import { loadConfig } from '../src/config/app-config';
 

@@ -1,5 +1,6 @@
 import Stripe from 'stripe';
-import { computeSignature, parseSignatureHeader, verifySignature } from '../src/webhook/signature';
+import { computeSignature } from '../src/billing/provider-signature';
+import { parseSignatureHeader, verifySignature } from '../src/webhook/signature';
 import { resolveTier } from '../src/webhook/tier-resolution';
 import { DEFAULT_TIERS } from '../src/config/tiers';
 import { signatureHeader } from './support/webhook-signing';

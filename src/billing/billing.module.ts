@@ -6,11 +6,15 @@ import { HistoryService } from './history.service';
 import { createPaymentProvider } from './payment-provider.factory';
 import { PaymentProvider } from './payment-provider.port';
 import { PortalService } from './portal.service';
+import { ProviderSubscriptions } from './provider-subscriptions.service';
 import { SessionReportService } from './session-report.service';
 import { SandboxModule } from './sandbox/sandbox.module';
 import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
 
-/** Checkout, portal, session report and history; the provider is reached only through the PaymentProvider port. */
+/**
+ * Checkout, portal, checkout-session report and billing history; the provider subscriptions tied to an
+ * organisation. The provider is reached only through the PaymentProvider port.
+ */
 @Module({
   imports: [SandboxModule],
   controllers: [BillingController],
@@ -20,7 +24,8 @@ import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
     CheckoutService,
     PortalService,
     HistoryService,
+    ProviderSubscriptions,
   ],
-  exports: [PaymentProvider],
+  exports: [PaymentProvider, HistoryService, ProviderSubscriptions],
 })
 export class BillingModule {}

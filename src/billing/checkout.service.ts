@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
@@ -17,7 +15,6 @@ export class CheckoutService {
     private readonly provider: PaymentProvider,
     private readonly identity: IdentityService,
     private readonly config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
   ) {}
 
   async create(userId: string, dto: CreateCheckoutDto): Promise<CheckoutCreatedResponse> {
@@ -39,13 +36,13 @@ export class CheckoutService {
       // A known tier nobody configured a price for: say so rather than fail inside the provider.
       throw new AppException(400, 'tier_not_for_sale', `The tier ${tier} has no price configured and cannot be bought.`);
     }
-    const [org] = await this.db.query(`SELECT provider_customer_id FROM organisations WHERE id = $1`, [dto.organisation_id]);
+    const customerId = await this.identity.customerOf(dto.organisation_id);
     try {
       const session = await this.provider.createCheckoutSession({
         organisationId: dto.organisation_id,
         tier,
         priceId,
-        customerId: org?.provider_customer_id ?? undefined,
+        customerId: customerId ?? undefined,
         successUrl,
         cancelUrl,
       });

@@ -1,13 +1,32 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { preparedQuery } from '../database/prepared';
 import { AppException } from '../common/app-exception';
 import { IdentityService } from '../identity/identity.service';
 import { HistoryPage, HistoryQuery } from './history.dto';
 
 const COLUMNS = `invoice_id, subscription_id, amount_paid, currency, period_start, period_end, paid_at, hosted_invoice_url`;
 
-/** GET /api/billing/history: an organisation's paid invoices, newest first, keyset-paginated. */
+/** A paid invoice as recorded in billing history. */
+export interface PaidInvoice {
+  organisationId: string;
+  invoiceId: string;
+  subscriptionId: string | null;
+  /** Integer minor units. */
+  amountPaid: number;
+  /** Upper-case ISO code. */
+  currency: string;
+  periodStart: number | null;
+  periodEnd: number | null;
+  paidAt: number;
+  hostedInvoiceUrl: string | null;
+}
+
+/**
+ * Billing history (table billing_history): recorded from the provider's invoice events, listed by
+ * GET /api/billing/history, newest first, keyset-paginated.
+ */
 @Injectable()
 export class HistoryService {
   constructor(
@@ -39,5 +58,28 @@ export class HistoryService {
     );
     if (!row) throw new AppException(400, 'invalid_cursor', 'starting_after is not an invoice_id of this history.');
     return row;
+  }
+
+  /** Adds one entry per invoice id, in the caller's transaction; false when the invoice was already recorded. */
+  async record(manager: EntityManager, invoice: PaidInvoice): Promise<boolean> {
+    const inserted = await preparedQuery(
+      manager,
+      `INSERT INTO billing_history (organisation_id, invoice_id, subscription_id, amount_paid, currency,
+         period_start, period_end, paid_at, hosted_invoice_url)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       ON CONFLICT (invoice_id) DO NOTHING RETURNING id`,
+      [
+        invoice.organisationId,
+        invoice.invoiceId,
+        invoice.subscriptionId,
+        invoice.amountPaid,
+        invoice.currency,
+        invoice.periodStart,
+        invoice.periodEnd,
+        invoice.paidAt,
+        invoice.hostedInvoiceUrl,
+      ],
+    );
+    return inserted.length > 0;
   }
 }

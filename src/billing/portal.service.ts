@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
@@ -16,14 +14,12 @@ export class PortalService {
     private readonly provider: PaymentProvider,
     private readonly identity: IdentityService,
     private readonly config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
   ) {}
 
   async open(userId: string, organisationId?: string): Promise<PortalSessionResponse> {
     const orgId = organisationId ?? (await this.onlyOrganisationOf(userId));
     await this.identity.requireMember(userId, orgId, BILLING_ROLES);
-    const [org] = await this.db.query(`SELECT provider_customer_id FROM organisations WHERE id = $1`, [orgId]);
-    const customerId: string | null = org?.provider_customer_id ?? null;
+    const customerId = await this.identity.customerOf(orgId);
     if (!customerId) throw noCustomer();
     try {
       return await this.provider.createPortalSession(customerId, new URL('/billing', this.config.appUrl).href);

@@ -2,7 +2,6 @@ import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
 import { ROLES, Role } from '../identity/membership.entity';
 import { SessionService } from '../identity/session.service';
-import { MemberLimitService } from '../licensing/member-limit.service';
 import { CliCommand, CliUsageError, optionalFlag, requireFlag } from './cli-command';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -36,8 +35,8 @@ export const identityCommands: Record<string, CliCommand> = {
     async run(app, flags) {
       const role = (optionalFlag(flags, 'role') ?? 'member') as Role;
       if (!ROLES.includes(role)) throw new CliUsageError(`--role must be one of ${ROLES.join(', ')}`);
-      // Through the licensing module: a new member beyond the users limit in force is refused.
-      return app!.get(MemberLimitService).addMember(uuidFlag(flags, 'org'), uuidFlag(flags, 'user'), role);
+      // A new member beyond the users limit in force is refused (402) by the one method that adds members.
+      return app!.get(IdentityService).addMember(uuidFlag(flags, 'org'), uuidFlag(flags, 'user'), role);
     },
   },
   'session:create': {

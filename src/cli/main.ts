@@ -8,11 +8,11 @@ import { AppConfig, ConfigError, loadConfig } from '../config/app-config';
 import { openDatabase } from '../database/embedded-postgres';
 import { CliCommand, CliUsageError, parseArgv } from './cli-command';
 import { identityCommands } from './identity.commands';
+import { eventCommands } from './events.commands';
 import { webhookTriggerCommands } from './webhook-trigger.command';
-import { webhookCommands } from '../webhook/webhook.commands';
 
 /** Every operator command. A module that adds commands exports a map like identityCommands. */
-const COMMANDS: Record<string, CliCommand> = { ...identityCommands, ...webhookCommands, ...webhookTriggerCommands };
+const COMMANDS: Record<string, CliCommand> = { ...identityCommands, ...eventCommands, ...webhookTriggerCommands };
 
 function usage(): string {
   return ['usage: npm run -s cli -- <command> [--flag value]…', ...Object.values(COMMANDS).map((c) => `  ${c.usage}`)].join('\n');

@@ -1,3 +1,4 @@
+import { EVENT_TYPES as TYPES } from '../billing/provider-event';
 import { loadConfig } from '../config/app-config';
 import {
   addMonth,
@@ -11,7 +12,7 @@ import {
 } from '../billing/sandbox/provider-events';
 import { CliCommand, CliUsageError, optionalFlag, requireFlag } from './cli-command';
 
-const EVENT_TYPES = ['customer.subscription.created', 'customer.subscription.updated', 'customer.subscription.deleted', 'invoice.payment_succeeded'];
+const EVENT_TYPES: string[] = Object.values(TYPES);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -27,14 +28,14 @@ export function triggerEvent(type: string, organisationId: string, tier: string)
     customerId: `cus_trigger_${key}`,
     itemId: `si_trigger_${key}`,
     tier,
-    status: type === 'customer.subscription.deleted' ? 'canceled' : 'active',
+    status: type === TYPES.subscriptionDeleted ? 'canceled' : 'active',
     metadata,
     created: now,
     periodStart: now,
     periodEnd: addMonth(now),
-    canceledAt: type === 'customer.subscription.deleted' ? now : null,
+    canceledAt: type === TYPES.subscriptionDeleted ? now : null,
   };
-  if (type !== 'invoice.payment_succeeded') return eventEnvelope(type, subscriptionObject(sub), now);
+  if (type !== TYPES.invoicePaymentSucceeded) return eventEnvelope(type, subscriptionObject(sub), now);
   const invoice = invoiceObject({
     id: randomId('in_trigger_'),
     customerId: sub.customerId,

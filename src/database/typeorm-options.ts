@@ -1,11 +1,32 @@
 import { join } from 'node:path';
+import * as pg from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
+import { trackPool } from '../ops/metrics';
+
+/**
+ * node-postgres, with every pool it creates reported to the pool gauges of /metrics while it is open.
+ * Handed to TypeORM through its `driver` option, so nothing has to reach into the driver for its pool.
+ */
+const pgWithPoolMetrics = {
+  ...pg,
+  Pool: class TrackedPool extends pg.Pool {
+    private readonly untrack = trackPool(this);
+
+    override end(): Promise<void>;
+    override end(callback: () => void): void;
+    override end(callback?: () => void): Promise<void> | void {
+      this.untrack();
+      return callback ? super.end(callback) : super.end();
+    }
+  },
+};
 
 /** One set of options for the app, the tests and the migration CLI (ormconfig.ts). */
 export function typeOrmOptions(opts: { url: string; poolSize?: number; queryTimeoutMs?: number; onPoolError?: (err: Error) => void }): DataSourceOptions {
   const src = join(__dirname, '..');
   return {
     type: 'postgres',
+    driver: pgWithPoolMetrics,
     url: opts.url,
     entities: [join(src, '**', '*.entity.{ts,js}')],
     migrations: [join(__dirname, 'migrations', '*.{ts,js}')],

@@ -1,14 +1,18 @@
 import { Global, Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
+import { LicensingModule } from '../licensing/licensing.module';
 import { IdentityService } from './identity.service';
 import { MeController } from './me.controller';
 import { SessionService } from './session.service';
 import { SessionStrategy } from './session.strategy';
 
-/** Organisations, users, memberships and sessions; every business module checks access through it. */
+/**
+ * Organisations, users, memberships and sessions; every business module checks access through it.
+ * Licensing tells it the users limit in force (MemberLimitPolicy) before a member is added.
+ */
 @Global()
 @Module({
-  imports: [PassportModule],
+  imports: [PassportModule, LicensingModule],
   controllers: [MeController],
   providers: [IdentityService, SessionService, SessionStrategy],
   exports: [IdentityService, SessionService, SessionStrategy],

@@ -1,18 +1,24 @@
 import { AppConfig } from '../config/app-config';
 
+/** Where a statement embedding `licenseStateSql` keeps the values of `licenseStateValues` (see namedParams). */
+export interface LicenseStateParams {
+  organisation: string;
+  /** The tier table (jsonb, tier → limits). */
+  tiers: string;
+  /** The grace period in seconds. */
+  graceS: string;
+}
+
 /**
- * The license state of organisation $1, as SQL common table expressions, so that the status read and the
+ * The license state of an organisation, as SQL common table expressions, so that the status read and the
  * usage write compute the tier, the flags and the limits in force inside the very statement that uses
  * them (no read-then-write gap for a concurrent webhook to slip into).
- *
- * Parameters: $1 organisation id, $2 the tier table (jsonb, tier → limits), $3 the grace period in seconds.
- * Statements that embed it number their own parameters from $4.
  *
  * `state` has one row (also for an organisation without a license row, or one that does not exist):
  *   tier, is_active, is_expired, tier_known, limits (jsonb of the limits in force), ai_period (start of
  *   the ai_tokens billing period, Unix seconds).
  */
-export const LICENSE_STATE = `
+export const licenseStateSql = ({ organisation: $org, tiers: $tiers, graceS: $grace }: LicenseStateParams) => `
   license AS (
     SELECT COALESCE(l.tier, 'free') AS tier,
            l.subscription_status AS status,
@@ -20,26 +26,26 @@ export const LICENSE_STATE = `
            l.current_period_end AS period_end,
            extract(epoch FROM now())::bigint AS now_s
     FROM (SELECT 1) AS one
-    LEFT JOIN licenses l ON l.organisation_id = $1::uuid
+    LEFT JOIN licenses l ON l.organisation_id = ${$org}::uuid
   ),
   flags AS (
     SELECT license.*,
            COALESCE(
              tier = 'free'
              OR status IN ('active', 'trialing')
-             OR (status = 'past_due' AND now_s <= period_end + $3::bigint),
+             OR (status = 'past_due' AND now_s <= period_end + ${$grace}::bigint),
              false) AS is_active,
            COALESCE(
              tier <> 'free' AND (
                status IN ('unpaid', 'incomplete_expired', 'canceled')
-               OR (status = 'past_due' AND now_s > period_end + $3::bigint)),
+               OR (status = 'past_due' AND now_s > period_end + ${$grace}::bigint)),
              false) AS is_expired,
-           $2::jsonb ? tier AS tier_known
+           ${$tiers}::jsonb ? tier AS tier_known
     FROM license
   ),
   state AS (
     SELECT tier, is_active, is_expired, tier_known,
-           CASE WHEN is_active AND tier_known THEN $2::jsonb -> tier ELSE $2::jsonb -> 'free' END AS limits,
+           CASE WHEN is_active AND tier_known THEN ${$tiers}::jsonb -> tier ELSE ${$tiers}::jsonb -> 'free' END AS limits,
            CASE WHEN tier <> 'free' AND is_active AND period_start IS NOT NULL THEN period_start
                 ELSE extract(epoch FROM date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::bigint
            END AS ai_period
@@ -49,12 +55,12 @@ export const LICENSE_STATE = `
 // The tier table as the jsonb parameter, serialised once per configuration rather than per request.
 const tiersJson = new WeakMap<AppConfig, string>();
 
-/** Values for $1..$3 of LICENSE_STATE. */
-export function licenseStateParams(config: AppConfig, organisationId: string): [string, string, number] {
+/** The values for the parameters named in LicenseStateParams. */
+export function licenseStateValues(config: AppConfig, organisationId: string): Record<keyof LicenseStateParams, unknown> {
   let tiers = tiersJson.get(config);
   if (tiers === undefined) {
     tiers = JSON.stringify(config.tiers);
     tiersJson.set(config, tiers);
   }
-  return [organisationId, tiers, config.gracePeriodDays * 86_400];
+  return { organisation: organisationId, tiers, graceS: config.gracePeriodDays * 86_400 };
 }

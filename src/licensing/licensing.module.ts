@@ -1,14 +1,25 @@
 import { Module } from '@nestjs/common';
+import { BillingModule } from '../billing/billing.module';
+import { LicenseWriter } from './license-writer';
 import { LicensingController } from './licensing.controller';
 import { LicensingService } from './licensing.service';
-import { MemberLimitService } from './member-limit.service';
+import { MemberLimitPolicy } from '../identity/member-limit.port';
 import { ServiceKeyGuard, ServiceKeyOrSessionGuard, ServiceKeys } from './service-key.guard';
 import { UsageService } from './usage.service';
 
-/** License status, usage metering and limit enforcement (tiers come from AppConfig). */
+/** Licenses (the only writer), status, usage metering and limit enforcement (tiers come from AppConfig). */
 @Module({
+  imports: [BillingModule],
   controllers: [LicensingController],
-  providers: [LicensingService, UsageService, MemberLimitService, ServiceKeys, ServiceKeyGuard, ServiceKeyOrSessionGuard],
-  exports: [LicensingService, MemberLimitService],
+  providers: [
+    LicensingService,
+    UsageService,
+    LicenseWriter,
+    { provide: MemberLimitPolicy, useExisting: LicensingService },
+    ServiceKeys,
+    ServiceKeyGuard,
+    ServiceKeyOrSessionGuard,
+  ],
+  exports: [LicensingService, LicenseWriter, MemberLimitPolicy],
 })
 export class LicensingModule {}

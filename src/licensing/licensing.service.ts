@@ -1,12 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { AppException, notAMember, unauthenticated } from '../common/app-exception';
+import { notAMember, unauthenticated } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
 import { Metric } from '../config/tiers';
-import { preparedQuery } from '../database/prepared';
-import { liveSession } from '../identity/session.service';
-import { LICENSE_STATE, licenseStateParams } from './license-state.sql';
+import { namedParams, preparedQuery } from '../database/prepared';
+import { accessSql } from '../identity/access.sql';
+import { organisationNotFound } from '../identity/identity.service';
+import { MemberLimit, MemberLimitPolicy } from '../identity/member-limit.port';
+import { licenseStateSql, licenseStateValues } from './license-state.sql';
 
 export interface LicenseStatus {
   license: { is_active: boolean; is_expired: boolean; tier: string };
@@ -27,48 +29,46 @@ export interface CheckResult {
 const asOneJsonColumn = (select: string) => `SELECT row_to_json(r) AS status FROM (${select}) r`;
 type StatusRow = { status: Record<string, any> };
 
-// The license state and every usage count, selected from `state` (LICENSE_STATE) as `s`.
-const STATUS_COLUMNS = `
+// The license state and every usage count, selected from `state` (licenseStateSql) as `s`.
+const statusColumns = (organisation: string) => `
   s.tier, s.is_active, s.is_expired, s.tier_known,
   (s.limits ->> 'projects')::bigint AS projects_limit,
   (s.limits ->> 'ai_tokens')::bigint AS ai_tokens_limit,
   (s.limits ->> 'users')::bigint AS users_limit,
   COALESCE((SELECT used FROM usage_counters
-            WHERE organisation_id = $1 AND metric = 'projects' AND period_start = 0), 0) AS projects_used,
+            WHERE organisation_id = ${organisation} AND metric = 'projects' AND period_start = 0), 0) AS projects_used,
   COALESCE((SELECT used FROM usage_counters
-            WHERE organisation_id = $1 AND metric = 'ai_tokens' AND period_start = s.ai_period), 0) AS ai_tokens_used,
-  (SELECT count(*) FROM memberships WHERE organisation_id = $1) AS users_used`;
+            WHERE organisation_id = ${organisation} AND metric = 'ai_tokens' AND period_start = s.ai_period), 0) AS ai_tokens_used,
+  ${accessSql.memberCount(organisation)} AS users_used`;
 
 /**
- * One round trip: the caller's access, the license state and every usage count. $4 is the calling user,
- * or NULL for a trusted back-end (service key), for which the organisation only has to exist.
+ * One round trip: the caller's access, the license state and every usage count. `user` is the calling
+ * user, or NULL for a trusted back-end (service key), for which the organisation only has to exist.
  */
+const STATUS = namedParams('organisation', 'tiers', 'graceS', 'user');
 const STATUS_SQL = asOneJsonColumn(`
-  WITH ${LICENSE_STATE}
-  SELECT ${STATUS_COLUMNS}
+  WITH ${licenseStateSql(STATUS.ref)}
+  SELECT ${statusColumns(STATUS.ref.organisation)}
   FROM state s
-  WHERE CASE WHEN $4::uuid IS NULL THEN EXISTS (SELECT 1 FROM organisations WHERE id = $1)
-             ELSE EXISTS (SELECT 1 FROM memberships WHERE organisation_id = $1 AND user_id = $4::uuid) END`);
+  WHERE CASE WHEN ${STATUS.ref.user}::uuid IS NULL THEN ${accessSql.organisationExists(STATUS.ref.organisation)}
+             ELSE ${accessSql.isMember(STATUS.ref.organisation, `${STATUS.ref.user}::uuid`)} END`);
 
 /**
- * The same read for a session token not yet verified ($4, its SHA-256): the session check, the membership
- * check, the license state and every usage count in one round trip. Always one row.
+ * The same read for a session token not yet verified (`tokenHash`, its SHA-256): the session check, the
+ * membership check, the license state and every usage count in one round trip. Always one row.
  */
+const SESSION_STATUS = namedParams('organisation', 'tiers', 'graceS', 'tokenHash');
 const SESSION_STATUS_SQL = asOneJsonColumn(`
-  WITH ${LICENSE_STATE},
-  caller AS (SELECT user_id FROM sessions WHERE ${liveSession('$4::bytea')})
-  SELECT ${STATUS_COLUMNS},
+  WITH ${licenseStateSql(SESSION_STATUS.ref)},
+  caller AS (${accessSql.liveSessionUser(`${SESSION_STATUS.ref.tokenHash}::bytea`)})
+  SELECT ${statusColumns(SESSION_STATUS.ref.organisation)},
          EXISTS (SELECT 1 FROM caller) AS authenticated,
-         EXISTS (SELECT 1 FROM memberships m JOIN caller c ON c.user_id = m.user_id
-                 WHERE m.organisation_id = $1) AS member
+         ${accessSql.isMember(SESSION_STATUS.ref.organisation, '(SELECT user_id FROM caller)')} AS member
   FROM state s`);
-
-export const organisationNotFound = (id: string) =>
-  new AppException(404, 'organisation_not_found', `No organisation with id ${id}.`);
 
 /** Reads an organisation's license and usage against the limits in force. */
 @Injectable()
-export class LicensingService {
+export class LicensingService implements MemberLimitPolicy {
   private readonly logger = new Logger(LicensingService.name);
 
   constructor(
@@ -78,10 +78,11 @@ export class LicensingService {
 
   /** `userId` null: a service-key caller (404 for an unknown organisation); else members only (403). */
   async status(organisationId: string, userId: string | null, manager: EntityManager = this.db.manager): Promise<LicenseStatus> {
-    const [row] = await preparedQuery<StatusRow>(manager, STATUS_SQL, [
-      ...licenseStateParams(this.config, organisationId),
-      userId,
-    ]);
+    const [row] = await preparedQuery<StatusRow>(
+      manager,
+      STATUS_SQL,
+      STATUS.values({ ...licenseStateValues(this.config, organisationId), user: userId }),
+    );
     if (!row) throw userId ? notAMember() : organisationNotFound(organisationId);
     return this.toStatus(organisationId, row.status);
   }
@@ -91,10 +92,11 @@ export class LicensingService {
    * no live session matches, 403 when its user is not a member.
    */
   async statusForSession(organisationId: string, tokenHash: Buffer): Promise<LicenseStatus> {
-    const [{ status }] = await preparedQuery<StatusRow>(this.db, SESSION_STATUS_SQL, [
-      ...licenseStateParams(this.config, organisationId),
-      tokenHash,
-    ]);
+    const [{ status }] = await preparedQuery<StatusRow>(
+      this.db,
+      SESSION_STATUS_SQL,
+      SESSION_STATUS.values({ ...licenseStateValues(this.config, organisationId), tokenHash }),
+    );
     if (!status.authenticated) throw unauthenticated();
     if (!status.member) throw notAMember();
     return this.toStatus(organisationId, status);
@@ -114,6 +116,12 @@ export class LicensingService {
       license: { is_active: row.is_active, is_expired: row.is_expired, tier: row.tier },
       usage: { projects: metric('projects'), ai_tokens: metric('ai_tokens'), users: metric('users') },
     };
+  }
+
+  /** MemberLimitPolicy: identity asks this before it adds a member. */
+  async memberLimit(manager: EntityManager, organisationId: string): Promise<MemberLimit> {
+    const { license, usage } = await this.status(organisationId, null, manager);
+    return { limit: usage.users.limit, tier: license.tier, isActive: license.is_active };
   }
 
   /** Would `amount` more of `metric` fit under the limit in force? */

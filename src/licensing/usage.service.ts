@@ -3,9 +3,12 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
-import { preparedQuery } from '../database/prepared';
-import { LICENSE_STATE, licenseStateParams } from './license-state.sql';
-import { LicensingService, organisationNotFound } from './licensing.service';
+import { namedParams, preparedQuery } from '../database/prepared';
+import { transaction } from '../database/transaction';
+import { accessSql } from '../identity/access.sql';
+import { organisationNotFound } from '../identity/identity.service';
+import { licenseStateSql, licenseStateValues } from './license-state.sql';
+import { LicensingService } from './licensing.service';
 
 export type MeteredMetric = 'projects' | 'ai_tokens';
 
@@ -28,21 +31,22 @@ export interface UsageResult {
  * the license inside it, and ON CONFLICT DO UPDATE re-evaluates its WHERE against the latest committed
  * counter under the row lock, so concurrent increases (on any number of instances) never overshoot.
  * Decreases (projects only) always apply and stop at 0. No row returned = refused.
- * $4 metric, $5 amount.
  */
+const ADD = namedParams('organisation', 'tiers', 'graceS', 'metric', 'amount');
+const { organisation: $org, metric: $metric, amount: $amount } = ADD.ref;
 const ADD_USAGE_SQL = `
-  WITH ${LICENSE_STATE},
+  WITH ${licenseStateSql(ADD.ref)},
   target AS (
-    SELECT (s.limits ->> $4::text)::bigint AS lim,
-           CASE WHEN $4::text = 'ai_tokens' THEN s.ai_period ELSE 0 END AS period
+    SELECT (s.limits ->> ${$metric}::text)::bigint AS lim,
+           CASE WHEN ${$metric}::text = 'ai_tokens' THEN s.ai_period ELSE 0 END AS period
     FROM state s
-    WHERE EXISTS (SELECT 1 FROM organisations WHERE id = $1)
+    WHERE ${accessSql.organisationExists($org)}
   )
   INSERT INTO usage_counters AS u (organisation_id, metric, period_start, used)
-  SELECT $1, $4::text, t.period, GREATEST($5::bigint, 0) FROM target t WHERE $5::bigint <= t.lim
+  SELECT ${$org}, ${$metric}::text, t.period, GREATEST(${$amount}::bigint, 0) FROM target t WHERE ${$amount}::bigint <= t.lim
   ON CONFLICT (organisation_id, metric, period_start) DO UPDATE
-    SET used = GREATEST(u.used + $5::bigint, 0), updated_at = now()
-    WHERE $5::bigint < 0 OR u.used + $5::bigint <= (SELECT lim FROM target)
+    SET used = GREATEST(u.used + ${$amount}::bigint, 0), updated_at = now()
+    WHERE ${$amount}::bigint < 0 OR u.used + ${$amount}::bigint <= (SELECT lim FROM target)
   RETURNING u.used, (SELECT lim FROM target) AS lim`;
 
 /**
@@ -82,7 +86,7 @@ export class UsageService {
     }
     try {
       if (!report.idempotencyKey) return await this.add(this.db.manager, report);
-      return await this.db.transaction((m) => this.addOnce(m, report, report.idempotencyKey!));
+      return await transaction(this.db, (m) => this.addOnce(m, report, report.idempotencyKey!));
     } catch (err) {
       if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) throw organisationNotFound(report.organisationId);
       throw err;
@@ -112,11 +116,11 @@ export class UsageService {
   }
 
   private async add(m: EntityManager, { organisationId, metric, amount }: UsageReport): Promise<UsageResult> {
-    const [row] = await preparedQuery(m, ADD_USAGE_SQL, [
-      ...licenseStateParams(this.config, organisationId),
-      metric,
-      amount,
-    ]);
+    const [row] = await preparedQuery(
+      m,
+      ADD_USAGE_SQL,
+      ADD.values({ ...licenseStateValues(this.config, organisationId), metric, amount }),
+    );
     if (row) return { metric, used: Number(row.used), limit: Number(row.lim), at_capacity: Number(row.used) >= Number(row.lim) };
     // Refused, or no such organisation: read why (404 from status) and say so.
     const { used, limit } = (await this.licensing.status(organisationId, null, m)).usage[metric];

@@ -1,31 +1,13 @@
-import { Injectable, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { Module, OnModuleInit } from '@nestjs/common';
 import { MetricsController } from './metrics.controller';
-import { enableDefaultMetrics, PoolCounts, trackPool } from './metrics';
+import { enableDefaultMetrics } from './metrics';
 
-/** Feeds this app's database pool into the pool gauges while the app runs. */
-@Injectable()
-class PoolMetrics implements OnModuleInit, OnApplicationShutdown {
-  private untrack?: () => void;
-
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
-
-  onModuleInit() {
-    enableDefaultMetrics();
-    // TypeORM's postgres driver keeps its node-postgres Pool as `master`.
-    const pool = (this.dataSource.driver as unknown as { master?: PoolCounts }).master;
-    if (pool) this.untrack = trackPool(pool);
-  }
-
-  onApplicationShutdown() {
-    this.untrack?.();
-  }
-}
-
-/** Operations: the /metrics endpoint and the metrics that need the app's providers. */
+/** Operations: the /metrics endpoint. (The database pool reports itself: see database/typeorm-options.ts.) */
 @Module({
   controllers: [MetricsController],
-  providers: [PoolMetrics],
 })
-export class OpsModule {}
+export class OpsModule implements OnModuleInit {
+  onModuleInit() {
+    enableDefaultMetrics();
+  }
+}

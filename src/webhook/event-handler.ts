@@ -1,6 +1,14 @@
+import { DiscoveryService } from '@nestjs/core';
+import { EntityManager } from 'typeorm';
+import { ProviderEvent } from '../billing/provider-event';
 import { LedgerStatus } from './webhook-event.entity';
-import { ProviderEvent } from './provider-event';
-import { Sql } from './transaction';
+
+/**
+ * Marks a provider (an @Injectable class implementing EventHandler) as the handler of one event type:
+ * `@HandlesEvent('invoice.paid')`. The dispatcher finds handlers through Nest's DiscoveryService, so a new
+ * event kind is one new class listed in WebhookModule's providers, and no list of types to keep in step.
+ */
+export const HandlesEvent = DiscoveryService.createDecorator<string>();
 
 /** What handling an event did; the dispatcher writes it to the ledger row in the same transaction. */
 export interface HandlerOutcome {
@@ -11,16 +19,18 @@ export interface HandlerOutcome {
   subscriptionId?: string;
   /** Answer this 4xx after the ledger row (status failed) is committed. */
   rejection?: { code: string; message: string };
-  /** Provider ids now tied to an organisation, with unmatched events waiting for them: apply those. */
+  /** Provider ids now tied to an organisation: unmatched events waiting for them are applied next. */
   linked?: { customerId?: string; subscriptionId?: string };
 }
 
-/** Handles one event type. Runs inside the ledger transaction; validates before it writes anything. */
-export abstract class EventHandler {
-  abstract readonly type: string;
+/**
+ * Handles one event type. Runs inside the ledger's transaction (`manager`) and validates before it writes
+ * anything; it changes other modules' tables only through their services, passing `manager` along.
+ */
+export interface EventHandler {
   /** The customer and subscription ids the event touches: the dispatcher locks them before `handle`. */
-  abstract providerIds(event: ProviderEvent): (string | undefined)[];
-  abstract handle(sql: Sql, event: ProviderEvent): Promise<HandlerOutcome>;
+  providerIds(event: ProviderEvent): (string | undefined)[];
+  handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome>;
 }
 
 /** An event whose content we cannot use: stored as failed, answered 400 (the provider may retry). */

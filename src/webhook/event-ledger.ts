@@ -1,7 +1,8 @@
+import { EntityManager } from 'typeorm';
+import { EVENT_RANK, ProviderEvent } from '../billing/provider-event';
+import { preparedQuery } from '../database/prepared';
 import { HandlerOutcome } from './event-handler';
 import { lockKeys, takeLocksSql } from './organisation-links';
-import { ProviderEvent } from './provider-event';
-import { Sql } from './transaction';
 import { LedgerStatus } from './webhook-event.entity';
 
 /** Statuses a redelivery or `events:replay` runs again: the event had no effect yet. */
@@ -17,8 +18,9 @@ export type Claim = { kind: 'new' | 'retry' } | { kind: 'duplicate'; status: Led
  * `finishEvent` before commit, so nobody sees that value unless the handler really failed. A redelivery
  * only counts itself (`attempts`): `attempts` 1 means this delivery inserted the row.
  */
-export async function claimEvent(sql: Sql, event: ProviderEvent, providerIds: (string | undefined)[]): Promise<Claim> {
-  const [row] = await sql<{ status: LedgerStatus; attempts: number }>(
+export async function claimEvent(manager: EntityManager, event: ProviderEvent, providerIds: (string | undefined)[]): Promise<Claim> {
+  const [row] = await preparedQuery<{ status: LedgerStatus; attempts: number }>(
+    manager,
     `INSERT INTO webhook_events (id, type, created, livemode, payload, status)
      SELECT $1, $2, $3::bigint, $4::boolean, $5::jsonb, 'failed' FROM (${takeLocksSql('$6')}) AS locked
      ON CONFLICT (id) DO UPDATE SET attempts = webhook_events.attempts + 1, last_received_at = now()
@@ -29,11 +31,19 @@ export async function claimEvent(sql: Sql, event: ProviderEvent, providerIds: (s
   return RETRYABLE.includes(row.status) ? { kind: 'retry' } : { kind: 'duplicate', status: row.status };
 }
 
-export async function finishEvent(sql: Sql, id: string, outcome: HandlerOutcome): Promise<void> {
-  await sql(
+/**
+ * Records the outcome. When the outcome linked provider ids to an organisation, it also tells whether
+ * unmatched events of those ids wait (under the event's advisory locks none can be added before commit).
+ */
+export async function finishEvent(manager: EntityManager, id: string, outcome: HandlerOutcome): Promise<{ waiting: boolean }> {
+  const [row] = await preparedQuery<{ waiting: boolean }>(
+    manager,
     `UPDATE webhook_events SET status = $2, reason = $3, organisation_id = $4, customer_id = $5,
        subscription_id = $6, processed_at = now()
-     WHERE id = $1`,
+     WHERE id = $1
+     RETURNING $7::boolean AND EXISTS (
+       SELECT 1 FROM webhook_events w WHERE w.status = 'unmatched' AND w.id <> $1
+         AND (w.customer_id = $5 OR w.subscription_id = $6)) AS waiting`,
     [
       id,
       outcome.status,
@@ -41,22 +51,29 @@ export async function finishEvent(sql: Sql, id: string, outcome: HandlerOutcome)
       outcome.organisationId ?? null,
       outcome.customerId ?? null,
       outcome.subscriptionId ?? null,
+      outcome.linked !== undefined,
     ],
   );
+  return { waiting: row.waiting };
 }
+
+// EVENT_RANK in SQL (events of other types last).
+const RANK_SQL = `CASE type ${Object.entries(EVENT_RANK)
+  .map(([type, rank]) => `WHEN '${type}' THEN ${rank}`)
+  .join(' ')} ELSE ${Object.keys(EVENT_RANK).length + 1} END`;
 
 /** Unmatched events of a customer or subscription, oldest first (created, then event precedence), locked. */
 export async function unmatchedEvents(
-  sql: Sql,
+  manager: EntityManager,
   customerId: string | undefined,
   subscriptionId: string | undefined,
 ): Promise<ProviderEvent[]> {
   if (!customerId && !subscriptionId) return [];
-  const rows = await sql<{ payload: ProviderEvent }>(
+  const rows = await preparedQuery<{ payload: ProviderEvent }>(
+    manager,
     `SELECT payload FROM webhook_events
      WHERE status = 'unmatched' AND (customer_id = $1 OR subscription_id = $2)
-     ORDER BY created, CASE type WHEN 'customer.subscription.created' THEN 1
-       WHEN 'customer.subscription.updated' THEN 2 WHEN 'customer.subscription.deleted' THEN 3 ELSE 4 END, received_at
+     ORDER BY created, ${RANK_SQL}, received_at
      FOR UPDATE`,
     [customerId ?? null, subscriptionId ?? null],
   );
@@ -82,8 +99,9 @@ const ENTRY_COLUMNS = `id, type, created, livemode, status, reason, organisation
   attempts, received_at, processed_at`;
 
 /** Newest first, for the operator. */
-export async function listEvents(sql: Sql, status: LedgerStatus | undefined, limit: number): Promise<LedgerEntry[]> {
-  const rows = await sql<LedgerEntry & { received_at: Date; processed_at: Date | null }>(
+export async function listEvents(manager: EntityManager, status: LedgerStatus | undefined, limit: number): Promise<LedgerEntry[]> {
+  const rows = await preparedQuery<LedgerEntry & { received_at: Date; processed_at: Date | null }>(
+    manager,
     `SELECT ${ENTRY_COLUMNS} FROM webhook_events WHERE ($1::text IS NULL OR status = $1)
      ORDER BY received_at DESC, id LIMIT $2`,
     [status ?? null, limit],
@@ -95,7 +113,7 @@ export async function listEvents(sql: Sql, status: LedgerStatus | undefined, lim
   }));
 }
 
-export async function storedPayload(sql: Sql, id: string): Promise<ProviderEvent | undefined> {
-  const [row] = await sql<{ payload: ProviderEvent }>(`SELECT payload FROM webhook_events WHERE id = $1`, [id]);
+export async function storedPayload(manager: EntityManager, id: string): Promise<ProviderEvent | undefined> {
+  const [row] = await preparedQuery<{ payload: ProviderEvent }>(manager, `SELECT payload FROM webhook_events WHERE id = $1`, [id]);
   return row?.payload;
 }

@@ -1,20 +1,25 @@
 import { Injectable } from '@nestjs/common';
-import { EventHandler, failed, HandlerOutcome, reasons } from './event-handler';
-import { resolveOrganisation } from './organisation-links';
-import { idOf, isObject, ProviderEvent, secondsOf } from './provider-event';
-import { Sql } from './transaction';
+import { EntityManager } from 'typeorm';
+import { HistoryService } from '../billing/history.service';
+import { EVENT_TYPES, idOf, isObject, ProviderEvent, secondsOf } from '../billing/provider-event';
+import { EventHandler, failed, HandlerOutcome, HandlesEvent, reasons } from './event-handler';
+import { OrganisationLinks } from './organisation-links';
 
 /** invoice.payment_succeeded: one billing-history entry per invoice id. Changes no tier. */
 @Injectable()
-export class InvoicePaidHandler extends EventHandler {
-  readonly type = 'invoice.payment_succeeded';
+@HandlesEvent(EVENT_TYPES.invoicePaymentSucceeded)
+export class InvoicePaidHandler implements EventHandler {
+  constructor(
+    private readonly links: OrganisationLinks,
+    private readonly history: HistoryService,
+  ) {}
 
   providerIds(event: ProviderEvent): (string | undefined)[] {
     const invoice = event.data.object;
     return [idOf(invoice.customer), subscriptionOf(invoice, linesOf(invoice))];
   }
 
-  async handle(sql: Sql, event: ProviderEvent): Promise<HandlerOutcome> {
+  async handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome> {
     const invoice = event.data.object;
     const lines = linesOf(invoice);
     const subscriptionId = subscriptionOf(invoice, lines);
@@ -30,8 +35,8 @@ export class InvoicePaidHandler extends EventHandler {
       return failed('invoice_invalid', 'currency is not a three-letter code', ids);
     }
 
-    const match = await resolveOrganisation(
-      sql,
+    const match = await this.links.resolve(
+      manager,
       [
         invoice.parent?.subscription_details?.metadata?.organisation_id,
         invoice.subscription_details?.metadata?.organisation_id,
@@ -45,28 +50,22 @@ export class InvoicePaidHandler extends EventHandler {
       return { ...ids, status: 'unmatched', reason: match.note ?? 'no organisation is linked to this customer or subscription yet' };
     }
     const period = periodOf(invoice, lines);
-    const inserted = await sql(
-      `INSERT INTO billing_history (organisation_id, invoice_id, subscription_id, amount_paid, currency,
-         period_start, period_end, paid_at, hosted_invoice_url)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-       ON CONFLICT (invoice_id) DO NOTHING RETURNING id`,
-      [
-        organisationId,
-        invoiceId,
-        subscriptionId ?? null,
-        amountPaid,
-        invoice.currency.toUpperCase(),
-        period.start,
-        period.end,
-        secondsOf(invoice.status_transitions?.paid_at) ?? secondsOf(invoice.created) ?? event.created,
-        typeof invoice.hosted_invoice_url === 'string' ? invoice.hosted_invoice_url : null,
-      ],
-    );
+    const recorded = await this.history.record(manager, {
+      organisationId,
+      invoiceId,
+      subscriptionId: subscriptionId ?? null,
+      amountPaid,
+      currency: invoice.currency.toUpperCase(),
+      periodStart: period.start,
+      periodEnd: period.end,
+      paidAt: secondsOf(invoice.status_transitions?.paid_at) ?? secondsOf(invoice.created) ?? event.created,
+      hostedInvoiceUrl: typeof invoice.hosted_invoice_url === 'string' ? invoice.hosted_invoice_url : null,
+    });
     return {
       ...ids,
       organisationId,
       status: 'processed',
-      reason: reasons(match.note, inserted.length ? undefined : `invoice ${invoiceId} was already recorded`),
+      reason: reasons(match.note, recorded ? undefined : `invoice ${invoiceId} was already recorded`),
     };
   }
 }

@@ -1,6 +1,8 @@
-import { Sql } from './transaction';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
+import { KnownSubscription, ProviderSubscriptions } from '../billing/provider-subscriptions.service';
+import { preparedQuery } from '../database/prepared';
+import { IdentityService } from '../identity/identity.service';
 
 /**
  * Serialises, across instances, every event touching one customer or subscription id: an event that
@@ -18,87 +20,72 @@ export function takeLocksSql(param: string): string {
   return `SELECT count(pg_advisory_xact_lock(hashtextextended(key, 0))) AS locks FROM unnest(${param}::text[]) AS key`;
 }
 
-export async function lockProviderIds(sql: Sql, ids: (string | undefined)[]): Promise<void> {
+export async function lockProviderIds(manager: EntityManager, ids: (string | undefined)[]): Promise<void> {
   const keys = lockKeys(ids);
-  if (keys.length) await sql(takeLocksSql('$1'), [keys]);
+  if (keys.length) await preparedQuery(manager, takeLocksSql('$1'), [keys]);
 }
 
 export interface OrganisationMatch {
   organisationId?: string;
   /** Why a metadata id was not used, for the ledger's reason. */
   note?: string;
+  /** The event's subscription, when it is already tied to an organisation. */
+  subscription?: KnownSubscription;
 }
 
 /**
- * The event's organisation: the first metadata `organisation_id` present, when it names an existing
- * organisation; else the organisation already linked to the subscription id, then to the customer id.
- * A metadata id that is not a UUID or names no organisation is not trusted, only noted. The three
- * look-ups are one statement; the order of preference is applied here.
+ * Finds the organisation of a provider event and ties its subscription and customer to it. The tables
+ * involved belong to identity (organisations and their customer record) and billing (subscriptions):
+ * this asks their services, in the event's transaction.
  */
-export async function resolveOrganisation(
-  sql: Sql,
-  metadataIds: unknown[],
-  customerId: string | undefined,
-  subscriptionId: string | undefined,
-): Promise<OrganisationMatch> {
-  const given = metadataIds.find((id) => typeof id === 'string' && id !== '') as string | undefined;
-  const [found] = await sql<{ by_metadata: string | null; by_subscription: string | null; by_customer: string | null }>(
-    `SELECT (SELECT id FROM organisations WHERE id = $1::uuid) AS by_metadata,
-       (SELECT organisation_id FROM provider_subscriptions WHERE subscription_id = $2) AS by_subscription,
-       (SELECT id FROM organisations WHERE provider_customer_id = $3) AS by_customer`,
-    [given !== undefined && UUID.test(given) ? given : null, subscriptionId ?? null, customerId ?? null],
-  );
-  if (found.by_metadata) return { organisationId: found.by_metadata };
-  const note = given === undefined ? undefined : `metadata.organisation_id "${given.slice(0, 64)}" names no organisation`;
-  return { organisationId: found.by_subscription ?? found.by_customer ?? undefined, note };
-}
+@Injectable()
+export class OrganisationLinks {
+  constructor(
+    private readonly identity: IdentityService,
+    private readonly subscriptions: ProviderSubscriptions,
+  ) {}
 
-export interface Link {
-  /** Why a link was left as it was, for the ledger's reason. */
-  note?: string;
-  /** Unmatched events of this subscription or customer are stored: they can be applied now. */
-  waiting: boolean;
-}
+  /**
+   * The event's organisation: the first metadata `organisation_id` present, when it names an existing
+   * organisation; else the organisation already linked to the subscription id, then to the customer id.
+   * A metadata id that is not a UUID or names no organisation is not trusted, only noted.
+   */
+  async resolve(
+    manager: EntityManager,
+    metadataIds: unknown[],
+    customerId: string | undefined,
+    subscriptionId: string | undefined,
+  ): Promise<OrganisationMatch> {
+    const given = metadataIds.find((id) => typeof id === 'string' && id !== '') as string | undefined;
+    const subscription = subscriptionId ? await this.subscriptions.find(manager, subscriptionId) : undefined;
+    // The subscription's organisation exists (foreign key): no need to ask identity again.
+    if (subscription && (given === undefined || given === subscription.organisationId)) {
+      return { organisationId: subscription.organisationId, subscription };
+    }
+    const found = await this.identity.findForEvent(manager, { id: given, customerId });
+    if (found.byId) return { organisationId: found.byId, subscription };
+    const note = given === undefined ? undefined : `metadata.organisation_id "${given.slice(0, 64)}" names no organisation`;
+    return { organisationId: subscription?.organisationId ?? found.byCustomer ?? undefined, note, subscription };
+  }
 
-/**
- * Ties the subscription and its customer to the organisation. The first link wins: a subscription or
- * customer already tied to another organisation is never moved, and an organisation that already has
- * a customer record keeps it. One statement, which also tells whether unmatched events wait for these
- * ids: under the advisory locks none can be added before commit, so when none wait now, none need
- * looking for after the event is applied.
- */
-export async function linkSubscription(
-  sql: Sql,
-  organisationId: string,
-  subscriptionId: string,
-  customerId: string | undefined,
-): Promise<Link> {
-  const [row] = await sql<{ owner: string | null; customer_linked: boolean; waiting: boolean }>(
-    `WITH subscription AS (
-       INSERT INTO provider_subscriptions (subscription_id, organisation_id, customer_id) VALUES ($1, $2, $3)
-       ON CONFLICT (subscription_id) DO NOTHING
-     ), owner AS (
-       SELECT id FROM organisations WHERE provider_customer_id = $3
-     ), customer AS (
-       UPDATE organisations SET provider_customer_id = $3
-       WHERE id = $2 AND provider_customer_id IS NULL AND $3 IS NOT NULL AND NOT EXISTS (SELECT 1 FROM owner)
-       RETURNING id
-     )
-     SELECT (SELECT id FROM owner) AS owner, EXISTS (SELECT 1 FROM customer) AS customer_linked,
-       EXISTS (SELECT 1 FROM webhook_events
-               WHERE status = 'unmatched' AND (customer_id = $3 OR subscription_id = $1)) AS waiting`,
-    [subscriptionId, organisationId, customerId ?? null],
-  );
-  return { note: customerNote(row, organisationId, customerId), waiting: row.waiting };
-}
-
-function customerNote(
-  row: { owner: string | null; customer_linked: boolean },
-  organisationId: string,
-  customerId: string | undefined,
-): string | undefined {
-  if (!customerId || row.customer_linked || row.owner === organisationId) return undefined;
-  return row.owner
-    ? `customer ${customerId} stays linked to another organisation`
-    : `organisation keeps its existing customer record; ${customerId} not linked`;
+  /**
+   * Ties the subscription and its customer to the organisation. The first link wins: a subscription or
+   * customer already tied to another organisation is never moved, and an organisation that already has
+   * a customer record keeps it. Answers why a link was left as it was, for the ledger's reason.
+   */
+  async link(
+    manager: EntityManager,
+    organisationId: string,
+    match: OrganisationMatch,
+    subscriptionId: string,
+    customerId: string | undefined,
+  ): Promise<string | undefined> {
+    if (!match.subscription) await this.subscriptions.link(manager, subscriptionId, organisationId, customerId);
+    if (!customerId) return undefined;
+    const { owner, linked } = await this.identity.linkCustomer(manager, organisationId, customerId);
+    if (linked || owner === organisationId) return undefined;
+    return owner
+      ? `customer ${customerId} stays linked to another organisation`
+      : `organisation keeps its existing customer record; ${customerId} not linked`;
+  }
 }

@@ -1,7 +1,6 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { computeSignature, SIGNATURE_HEADER } from '../billing/provider-signature';
 import { AppException } from '../common/app-exception';
-
-export const SIGNATURE_HEADER = 'Payprovider-Signature';
 
 // One entry of the header: a lower-case scheme name, '=', a value without separators or whitespace.
 const ENTRY = /^([a-z0-9]+)=([^\s,=]+)$/;
@@ -41,11 +40,6 @@ export function parseSignatureHeader(header: string | string[] | undefined): Par
   if (timestamp === undefined) throw reject('signature_malformed', `The ${SIGNATURE_HEADER} header has no t=.`);
   if (!signatures.length) throw reject('signature_malformed', `The ${SIGNATURE_HEADER} header has no v1= signature.`);
   return { timestamp, signatures };
-}
-
-/** Lower-case hex HMAC-SHA256 of `"<t>.<raw body>"`: the provider's v1 scheme. */
-export function computeSignature(timestamp: number, rawBody: Buffer, secret: string): string {
-  return createHmac('sha256', secret).update(`${timestamp}.`).update(rawBody).digest('hex');
 }
 
 /**

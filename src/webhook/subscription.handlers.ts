@@ -1,29 +1,34 @@
 import { Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
+import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
+import { EVENT_RANK, EVENT_TYPES, idOf, ProviderEvent, secondsOf } from '../billing/provider-event';
 import { AppConfig } from '../config/app-config';
-import { EventHandler, failed, HandlerOutcome, reasons } from './event-handler';
-import { applyToLicense, SubscriptionChange } from './license-writer';
-import { linkSubscription, resolveOrganisation } from './organisation-links';
-import { EVENT_RANK, idOf, ProviderEvent, secondsOf } from './provider-event';
+import { LicenseWriter, SubscriptionChange } from '../licensing/license-writer';
+import { EventHandler, failed, HandlerOutcome, HandlesEvent, reasons } from './event-handler';
+import { OrganisationLinks } from './organisation-links';
 import { resolveTier } from './tier-resolution';
-import { Sql } from './transaction';
 
 /**
  * The three subscription events share one flow: resolve the tier (not for deletions), find the
- * organisation (else unmatched), link the subscription and customer to it, apply to the license in order.
+ * organisation (else unmatched), link the subscription and customer to it, and have licensing apply the
+ * change to the license, in order.
  */
 @Injectable()
-abstract class SubscriptionHandler extends EventHandler {
+abstract class SubscriptionHandler implements EventHandler {
   protected abstract readonly kind: SubscriptionChange['kind'];
 
-  constructor(private readonly config: AppConfig) {
-    super();
-  }
+  constructor(
+    private readonly config: AppConfig,
+    private readonly links: OrganisationLinks,
+    private readonly subscriptions: ProviderSubscriptions,
+    private readonly licenses: LicenseWriter,
+  ) {}
 
   providerIds(event: ProviderEvent): (string | undefined)[] {
     return [idOf(event.data.object.customer), idOf(event.data.object.id)];
   }
 
-  async handle(sql: Sql, event: ProviderEvent): Promise<HandlerOutcome> {
+  async handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome> {
     const sub = event.data.object;
     const subscriptionId = idOf(sub.id);
     const customerId = idOf(sub.customer);
@@ -36,17 +41,19 @@ abstract class SubscriptionHandler extends EventHandler {
       tier = resolved.tier;
     }
 
-    const match = await resolveOrganisation(sql, [sub.metadata?.organisation_id], customerId, subscriptionId);
+    const match = await this.links.resolve(manager, [sub.metadata?.organisation_id], customerId, subscriptionId);
     const organisationId = match.organisationId;
     if (!organisationId) {
       return { ...ids, status: 'unmatched', reason: match.note ?? 'no organisation is linked to this customer or subscription yet' };
     }
-    const link = await linkSubscription(sql, organisationId, subscriptionId, customerId);
-    const result = await applyToLicense(sql, organisationId, {
+    const linkNote = await this.links.link(manager, organisationId, match, subscriptionId, customerId);
+    if (this.kind === 'deleted') await this.subscriptions.markDeleted(manager, subscriptionId, event.created);
+    const result = await this.licenses.applySubscriptionChange(manager, organisationId, {
       kind: this.kind,
       created: event.created,
       rank: EVENT_RANK[event.type],
       subscriptionId,
+      subscriptionDeleted: match.subscription?.deleted ?? false,
       tier,
       status: typeof sub.status === 'string' ? sub.status : null,
       ...currentPeriod(sub),
@@ -55,8 +62,8 @@ abstract class SubscriptionHandler extends EventHandler {
       ...ids,
       organisationId,
       status: result.applied ? 'processed' : 'stale',
-      reason: reasons(match.note, link.note, result.applied ? undefined : result.reason),
-      linked: link.waiting ? ids : undefined,
+      reason: reasons(match.note, linkNote, result.applied ? undefined : result.reason),
+      linked: ids,
     };
   }
 }
@@ -71,19 +78,19 @@ function currentPeriod(sub: Record<string, any>): { periodStart: number | null; 
 }
 
 @Injectable()
+@HandlesEvent(EVENT_TYPES.subscriptionCreated)
 export class SubscriptionCreatedHandler extends SubscriptionHandler {
-  readonly type = 'customer.subscription.created';
   protected readonly kind = 'created';
 }
 
 @Injectable()
+@HandlesEvent(EVENT_TYPES.subscriptionUpdated)
 export class SubscriptionUpdatedHandler extends SubscriptionHandler {
-  readonly type = 'customer.subscription.updated';
   protected readonly kind = 'updated';
 }
 
 @Injectable()
+@HandlesEvent(EVENT_TYPES.subscriptionDeleted)
 export class SubscriptionDeletedHandler extends SubscriptionHandler {
-  readonly type = 'customer.subscription.deleted';
   protected readonly kind = 'deleted';
 }

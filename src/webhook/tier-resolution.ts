@@ -1,5 +1,5 @@
 import { TierTable } from '../config/tiers';
-import { isObject } from './provider-event';
+import { isObject } from '../billing/provider-event';
 
 export type TierResolution = { tier: string } | { error: string };
 

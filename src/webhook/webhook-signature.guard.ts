@@ -3,7 +3,8 @@ import type { Request } from 'express';
 import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
 import { webhookEvents } from '../ops/metrics';
-import { parseEvent, ProviderEvent } from './provider-event';
+import { ProviderEvent } from '../billing/provider-event';
+import { parseEvent } from './provider-event';
 import { verifySignature } from './signature';
 
 export type WebhookRequest = RawBodyRequest<Request> & { providerEvent?: ProviderEvent };

@@ -5,7 +5,7 @@ import { AppException } from '../common/app-exception';
 import { Public } from '../common/public.decorator';
 import { LEDGER_STATUSES } from './webhook-event.entity';
 import { EventDispatcher } from './event-dispatcher';
-import { SIGNATURE_HEADER } from './signature';
+import { SIGNATURE_HEADER } from '../billing/provider-signature';
 import { WebhookRequest, WebhookSignatureGuard } from './webhook-signature.guard';
 
 class WebhookAck {

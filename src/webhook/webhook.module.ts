@@ -1,16 +1,26 @@
 import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { BillingModule } from '../billing/billing.module';
+import { LicensingModule } from '../licensing/licensing.module';
 import { EventDispatcher } from './event-dispatcher';
 import { InvoicePaidHandler } from './invoice-paid.handler';
+import { OrganisationLinks } from './organisation-links';
 import { SubscriptionCreatedHandler, SubscriptionDeletedHandler, SubscriptionUpdatedHandler } from './subscription.handlers';
 import { WebhookController } from './webhook.controller';
 import { WebhookSignatureGuard } from './webhook-signature.guard';
 
-/** Verified, idempotent, order-safe processing of the payment provider's events (SPEC 6). */
+/**
+ * Verified, idempotent, order-safe processing of the payment provider's events (SPEC 6). It owns the
+ * event ledger; the effects are asked of the modules that own the data (licensing, billing, identity).
+ * A new event kind: a class with @HandlesEvent('type') added to `providers`.
+ */
 @Module({
+  imports: [DiscoveryModule, BillingModule, LicensingModule],
   controllers: [WebhookController],
   providers: [
     WebhookSignatureGuard,
     EventDispatcher,
+    OrganisationLinks,
     SubscriptionCreatedHandler,
     SubscriptionUpdatedHandler,
     SubscriptionDeletedHandler,

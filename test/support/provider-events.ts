@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 
 /**
- * Builders for payment-provider payloads. The shapes follow the provider's published fixtures
- * (/work/shared/provider-fixtures/objects.json: `subscription`, `subscription_item`, `price`, `invoice`,
- * `event`), trimmed of fields the service never reads. `legacy: true` moves fields to where older API
+ * Builders for payment-provider payloads. The shapes follow the provider's published example objects
+ * (`subscription`, `subscription_item`, `price`, `invoice`, `event` of its API mock's fixtures), trimmed of fields the service never reads. `legacy: true` moves fields to where older API
  * versions put them (period on the subscription, `invoice.subscription`, no `parent`).
  */
 export const providerId = (prefix: string) => `${prefix}_${randomBytes(10).toString('hex')}`;

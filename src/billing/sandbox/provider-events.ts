@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { computeSignature } from '../../webhook/signature';
+import { ProviderEvent } from '../provider-event';
+import { SIGNATURE_HEADER, signatureHeader } from '../provider-signature';
 
 /**
- * Builders for payment-provider objects and signed events, shaped like the provider's current API (see
- * /work/shared/provider-fixtures/objects.json). Used by the sandbox provider and by `webhook:trigger`, so
+ * Builders for payment-provider objects and signed events, shaped like the provider's current API (its
+ * published example objects for each type). Used by the sandbox provider and by `webhook:trigger`, so
  * that both send exactly what the real provider would.
  */
 
@@ -180,19 +181,7 @@ export function invoiceObject(i: InvoiceState) {
   };
 }
 
-export interface ProviderEvent {
-  id: string;
-  object: 'event';
-  api_version: string;
-  created: number;
-  data: { object: object; previous_attributes?: object };
-  livemode: false;
-  pending_webhooks: number;
-  request: { id: null; idempotency_key: null };
-  type: string;
-}
-
-export function eventEnvelope(type: string, object: object, created = nowSeconds(), previous?: object): ProviderEvent {
+export function eventEnvelope(type: string, object: object, created = nowSeconds(), previous?: object): ProviderEvent<object> {
   return {
     id: randomId('evt_'),
     object: 'event',
@@ -206,14 +195,6 @@ export function eventEnvelope(type: string, object: object, created = nowSeconds
   };
 }
 
-/**
- * The provider's signature header: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, computed by the
- * very function the webhook verifies with, so the two cannot drift apart.
- */
-export function signatureHeader(body: string, secret: string, timestamp = nowSeconds()): string {
-  return `t=${timestamp},v1=${computeSignature(timestamp, Buffer.from(body, 'utf8'), secret)}`;
-}
-
 export interface DeliveryResult {
   status: number;
   body: string;
@@ -225,7 +206,7 @@ export async function postSignedEvent(url: string, body: string, secret: string,
     method: 'POST',
     headers: {
       'Content-Type': 'application/json; charset=utf-8',
-      'Payprovider-Signature': signatureHeader(body, secret),
+      [SIGNATURE_HEADER]: signatureHeader(body, secret),
       'User-Agent': 'billing-sandbox-provider/1.0',
     },
     body,

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { transaction } from '../../database/transaction';
+import { EVENT_TYPES, ProviderEvent } from '../provider-event';
 import {
-  ProviderEvent,
   SANDBOX_CURRENCY,
   SubscriptionState,
   addMonth,
@@ -104,7 +105,7 @@ export class SandboxStore {
    * Paying a session that is already complete changes nothing (the caller re-delivers what is pending).
    */
   async completeCheckout(id: string, invoiceUrl: (invoiceId: string) => string): Promise<SandboxCheckout | 'expired' | undefined> {
-    return this.db.transaction(async (m) => {
+    return transaction(this.db, async (m) => {
       const [session]: SandboxCheckout[] = await m.query(`SELECT * FROM sandbox_checkout_sessions WHERE id = $1 FOR UPDATE`, [id]);
       if (!session || session.status === 'complete') return session;
       const now = nowSeconds();
@@ -149,8 +150,8 @@ export class SandboxStore {
         paidAt: now,
         hostedInvoiceUrl: invoiceUrl(invoiceId),
       });
-      await this.addEvent(m, id, eventEnvelope('customer.subscription.created', subscriptionObject(sub), now));
-      await this.addEvent(m, id, eventEnvelope('invoice.payment_succeeded', invoice, now));
+      await this.addEvent(m, id, eventEnvelope(EVENT_TYPES.subscriptionCreated, subscriptionObject(sub), now));
+      await this.addEvent(m, id, eventEnvelope(EVENT_TYPES.invoicePaymentSucceeded, invoice, now));
       // UPDATE … RETURNING answers [rows, affectedCount].
       const [[paid]] = await m.query(
         `UPDATE sandbox_checkout_sessions
@@ -191,7 +192,7 @@ export class SandboxStore {
    * live subscriptions. Returns false when the subscription is not the customer's or is already canceled.
    */
   async changeSubscription(portal: SandboxPortal, subscriptionId: string, change: { tier: string } | 'cancel'): Promise<boolean> {
-    return this.db.transaction(async (m) => {
+    return transaction(this.db, async (m) => {
       const [row] = await m.query(
         `SELECT * FROM sandbox_subscriptions WHERE id = $1 AND customer_id = $2 AND status <> 'canceled' FOR UPDATE`,
         [subscriptionId, portal.customer_id],
@@ -208,8 +209,8 @@ export class SandboxStore {
       );
       const event =
         change === 'cancel'
-          ? eventEnvelope('customer.subscription.deleted', subscriptionObject(after), created)
-          : eventEnvelope('customer.subscription.updated', subscriptionObject(after), created, {
+          ? eventEnvelope(EVENT_TYPES.subscriptionDeleted, subscriptionObject(after), created)
+          : eventEnvelope(EVENT_TYPES.subscriptionUpdated, subscriptionObject(after), created, {
               items: subscriptionObject(before).items,
             });
       await this.addEvent(m, portal.id, event);

@@ -1,12 +1,11 @@
 import { DataSource } from 'typeorm';
-import { CliCommand, CliUsageError, optionalFlag, requireFlag } from '../cli/cli-command';
-import { EventDispatcher } from './event-dispatcher';
-import { listEvents } from './event-ledger';
-import { transaction } from './transaction';
-import { LEDGER_STATUSES, LedgerStatus } from './webhook-event.entity';
+import { EventDispatcher } from '../webhook/event-dispatcher';
+import { listEvents } from '../webhook/event-ledger';
+import { LEDGER_STATUSES, LedgerStatus } from '../webhook/webhook-event.entity';
+import { CliCommand, CliUsageError, optionalFlag, requireFlag } from './cli-command';
 
 /** events:list and events:replay (the webhook event ledger). */
-export const webhookCommands: Record<string, CliCommand> = {
+export const eventCommands: Record<string, CliCommand> = {
   'events:list': {
     usage: `events:list [--status ${LEDGER_STATUSES.join('|')}] [--limit N]`,
     async run(app, flags) {
@@ -18,7 +17,7 @@ export const webhookCommands: Record<string, CliCommand> = {
       if (!/^[1-9]\d{0,3}$/.test(limitFlag) || Number(limitFlag) > 1000) {
         throw new CliUsageError('--limit must be a whole number from 1 to 1000');
       }
-      const data = await transaction(app!.get(DataSource), (sql) => listEvents(sql, status, Number(limitFlag)));
+      const data = await listEvents(app!.get(DataSource).manager, status, Number(limitFlag));
       return { data };
     },
   },

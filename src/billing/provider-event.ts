@@ -1,0 +1,54 @@
+/**
+ * The payment provider's events, as it sends them (see the provider's published example objects) and as
+ * the sandbox builds them: the one type for both directions, with the readers for the provider's fields.
+ */
+
+/** The event types this service acts on, each named once. */
+export const EVENT_TYPES = {
+  subscriptionCreated: 'customer.subscription.created',
+  subscriptionUpdated: 'customer.subscription.updated',
+  subscriptionDeleted: 'customer.subscription.deleted',
+  invoicePaymentSucceeded: 'invoice.payment_succeeded',
+} as const;
+
+export type EventType = (typeof EVENT_TYPES)[keyof typeof EVENT_TYPES];
+
+/** Precedence of subscription events with equal `created`. */
+export const EVENT_RANK: Record<string, number> = {
+  [EVENT_TYPES.subscriptionCreated]: 1,
+  [EVENT_TYPES.subscriptionUpdated]: 2,
+  [EVENT_TYPES.subscriptionDeleted]: 3,
+};
+
+/**
+ * A provider event. Received events are only checked for their envelope (see webhook/provider-event.ts);
+ * each handler reads its own `data.object` with the readers below.
+ */
+export interface ProviderEvent<T extends object = Record<string, any>> {
+  id: string;
+  object?: 'event';
+  api_version?: string;
+  type: string;
+  /** Unix seconds. */
+  created: number;
+  livemode: boolean;
+  data: { object: T; previous_attributes?: object };
+  pending_webhooks?: number;
+  request?: { id: string | null; idempotency_key: string | null };
+}
+
+export function isObject(value: unknown): value is Record<string, any> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** An id field that the provider may send as a string or, when expanded, as an object with `id`. */
+export function idOf(value: unknown): string | undefined {
+  if (typeof value === 'string' && value) return value;
+  if (isObject(value) && typeof value.id === 'string' && value.id) return value.id;
+  return undefined;
+}
+
+/** A Unix-seconds field, or undefined when absent or not an integer. */
+export function secondsOf(value: unknown): number | undefined {
+  return Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : undefined;
+}

@@ -1,0 +1,29 @@
+import { DataSource, EntityManager } from 'typeorm';
+
+/**
+ * `dataSource.transaction(work)`, plus one guarantee it lacks: a connection that cannot even roll back
+ * (cut, or stuck past the query timeout with a statement still on the wire) is closed before it goes back
+ * to the pool, so the pool drops it instead of lending it to the next request. Every transaction of the
+ * service runs through here; `work` gets the transaction's EntityManager and passes it down.
+ */
+export async function transaction<T>(db: DataSource, work: (manager: EntityManager) => Promise<T>): Promise<T> {
+  const runner = db.createQueryRunner();
+  try {
+    await runner.startTransaction();
+    const result = await work(runner.manager);
+    await runner.commitTransaction();
+    return result;
+  } catch (err) {
+    if (runner.isTransactionActive && !runner.isReleased) {
+      await runner.rollbackTransaction().catch(async () => {
+        // node-postgres: end() on a client with a hung query destroys its socket at once, and the pool
+        // removes an ending client when it is released. Not awaited: a stalled socket never says goodbye.
+        const client = await runner.connect();
+        void client.end().catch(() => undefined);
+      });
+    }
+    throw err;
+  } finally {
+    await runner.release();
+  }
+}
