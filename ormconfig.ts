@@ -1,5 +1,5 @@
-// The DataSource used by `npm run migration:generate|run|revert`. It is built from the same options as the
-// app, against DATABASE_URL or, when that is unset, the embedded PostgreSQL the app itself would use.
+// The DataSource used by `npm run migration:generate|run|revert|check`. It is built from the same options as
+// the app, against DATABASE_URL or, when that is unset, the embedded PostgreSQL the app itself would use.
 import { DataSource } from 'typeorm';
 import { loadConfig } from './src/config/app-config';
 import { openDatabase } from './src/database/embedded-postgres';

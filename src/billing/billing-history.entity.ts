@@ -1,4 +1,5 @@
-import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, CreateDateColumn, Entity, ForeignKey, Index, PrimaryGeneratedColumn, Unique } from 'typeorm';
+import { Organisation } from '../identity/organisation.entity';
 
 /**
  * One paid invoice. Written by the WebhookModule (invoice.payment_succeeded), listed by the BillingModule;
@@ -6,14 +7,17 @@ import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 
  */
 @Entity('billing_history')
 @Index('billing_history_org_paid_idx', ['organisationId', 'paidAt', 'id'])
+@Unique('billing_history_invoice_id_key', ['invoiceId'])
 export class BillingHistoryEntry {
-  @PrimaryGeneratedColumn('uuid')
+  @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'billing_history_pkey' })
   id: string;
 
   @Column('uuid', { name: 'organisation_id' })
+  @ForeignKey(() => Organisation, { name: 'billing_history_organisation_id_fkey', onDelete: 'CASCADE' })
   organisationId: string;
 
-  @Column('text', { name: 'invoice_id', unique: true })
+  /** The provider's invoice id: unique, so a redelivered invoice is recorded once. */
+  @Column('text', { name: 'invoice_id' })
   invoiceId: string;
 
   @Column('text', { name: 'subscription_id', nullable: true })

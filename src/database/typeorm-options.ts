@@ -32,6 +32,10 @@ export function typeOrmOptions(opts: { url: string; poolSize?: number; queryTime
     migrations: [join(__dirname, 'migrations', '*.{ts,js}')],
     migrationsTableName: 'migrations',
     synchronize: false,
+    // uuid keys default to gen_random_uuid() (built into PostgreSQL 13+), in the migrations and in what
+    // migration:generate writes; nothing installs an extension: a migration creates what it needs.
+    uuidExtension: 'pgcrypto',
+    installExtensions: false,
     // bigint counters come back as numbers; every value we store fits in 2^53.
     parseInt8: true,
     poolSize: opts.poolSize ?? 10,

@@ -1,15 +1,19 @@
-import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, CreateDateColumn, Entity, ForeignKey, Index, PrimaryGeneratedColumn, Unique } from 'typeorm';
+import { User } from './user.entity';
 
 /** A login session. Only the SHA-256 of its token is stored, so a database leak yields no usable token. */
 @Entity('sessions')
+@Unique('sessions_token_hash_key', ['tokenHash'])
+@Index('sessions_user_idx', ['userId'])
 export class LoginSession {
-  @PrimaryGeneratedColumn('uuid')
+  @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'sessions_pkey' })
   id: string;
 
-  @Column('bytea', { name: 'token_hash', unique: true })
+  @Column('bytea', { name: 'token_hash' })
   tokenHash: Buffer;
 
   @Column('uuid', { name: 'user_id' })
+  @ForeignKey(() => User, { name: 'sessions_user_id_fkey', onDelete: 'CASCADE' })
   userId: string;
 
   @Column('timestamptz', { name: 'expires_at' })

@@ -1,12 +1,13 @@
-import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn, Unique } from 'typeorm';
 
 @Entity('users')
+@Unique('users_email_key', ['email'])
 export class User {
-  @PrimaryGeneratedColumn('uuid')
+  @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'users_pkey' })
   id: string;
 
   /** Stored lower-case; unique. */
-  @Column('text', { unique: true })
+  @Column('text')
   email: string;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })

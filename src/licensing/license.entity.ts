@@ -1,12 +1,15 @@
-import { Column, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { Column, Entity, ForeignKey, Index, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { Organisation } from '../identity/organisation.entity';
 
 /**
  * An organisation's license. No row means free, active, not expired. Written by the webhook handlers;
  * read by the status endpoint. Provider timestamps are Unix seconds.
  */
 @Entity('licenses')
+@Index('licenses_subscription_idx', ['subscriptionId'])
 export class License {
-  @PrimaryColumn('uuid', { name: 'organisation_id' })
+  @PrimaryColumn('uuid', { name: 'organisation_id', primaryKeyConstraintName: 'licenses_pkey' })
+  @ForeignKey(() => Organisation, { name: 'licenses_organisation_id_fkey', onDelete: 'CASCADE' })
   organisationId: string;
 
   @Column('text', { default: 'free' })

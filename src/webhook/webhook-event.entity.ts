@@ -1,4 +1,5 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Check, Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
+import { Organisation } from '../identity/organisation.entity';
 
 export const LEDGER_STATUSES = ['processed', 'duplicate', 'stale', 'unmatched', 'ignored', 'failed'] as const;
 export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
@@ -9,9 +10,17 @@ export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
  * this entity documents the table.
  */
 @Entity('webhook_events')
+// The database's index keys are `received_at DESC`; TypeORM cannot declare a key's order and compares
+// indices by name and columns only, so these two document the columns.
+@Index('webhook_events_status_idx', ['status', 'receivedAt'])
+@Index('webhook_events_received_idx', ['receivedAt'])
+// Unmatched events are looked up again when a later event links their customer or subscription.
+@Index('webhook_events_unmatched_customer_idx', ['customerId'], { where: `status = 'unmatched'` })
+@Index('webhook_events_unmatched_subscription_idx', ['subscriptionId'], { where: `status = 'unmatched'` })
+@Check('webhook_events_status_check', `status IN ('processed', 'duplicate', 'stale', 'unmatched', 'ignored', 'failed')`)
 export class WebhookEvent {
   /** The provider's event id (`evt_…`): unique, so a redelivery is recognised. */
-  @PrimaryColumn('text')
+  @PrimaryColumn('text', { primaryKeyConstraintName: 'webhook_events_pkey' })
   id: string;
 
   @Column('text')
@@ -35,6 +44,7 @@ export class WebhookEvent {
   reason: string | null;
 
   @Column('uuid', { name: 'organisation_id', nullable: true })
+  @ForeignKey(() => Organisation, { name: 'webhook_events_organisation_id_fkey', onDelete: 'SET NULL' })
   organisationId: string | null;
 
   /** Kept so an unmatched event can be applied when a later event links its customer or subscription. */
@@ -48,10 +58,10 @@ export class WebhookEvent {
   @Column('integer', { default: 1 })
   attempts: number;
 
-  @Column('timestamptz', { name: 'received_at' })
+  @Column('timestamptz', { name: 'received_at', default: () => 'now()' })
   receivedAt: Date;
 
-  @Column('timestamptz', { name: 'last_received_at' })
+  @Column('timestamptz', { name: 'last_received_at', default: () => 'now()' })
   lastReceivedAt: Date;
 
   @Column('timestamptz', { name: 'processed_at', nullable: true })

@@ -1,0 +1,12 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+/** A customer of the sandbox payment provider (`cus_…`). The SandboxStore writes it with plain SQL. */
+@Entity('sandbox_customers')
+export class SandboxCustomer {
+  @PrimaryColumn('text', { primaryKeyConstraintName: 'sandbox_customers_pkey' })
+  id: string;
+
+  /** Unix seconds. */
+  @Column('bigint')
+  created: number;
+}

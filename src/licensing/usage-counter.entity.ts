@@ -1,0 +1,30 @@
+import { Check, Column, Entity, ForeignKey, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { Organisation } from '../identity/organisation.entity';
+
+/**
+ * One usage counter per (organisation, metric, period): `projects` is a gauge kept in the row with
+ * period_start 0; `ai_tokens` gets a new row per billing period (its start, Unix seconds), so a new period
+ * starts at 0 while older periods stay as history. Written with plain SQL by the UsageService.
+ */
+@Entity('usage_counters')
+@Check('usage_counters_metric_check', `metric IN ('projects', 'ai_tokens')`)
+@Check('usage_counters_period_start_check', `period_start >= 0`)
+@Check('usage_counters_used_check', `used >= 0`)
+export class UsageCounter {
+  @PrimaryColumn('uuid', { name: 'organisation_id', primaryKeyConstraintName: 'usage_counters_pkey' })
+  @ForeignKey(() => Organisation, { name: 'usage_counters_organisation_id_fkey', onDelete: 'CASCADE' })
+  organisationId: string;
+
+  @PrimaryColumn('text', { primaryKeyConstraintName: 'usage_counters_pkey' })
+  metric: 'projects' | 'ai_tokens';
+
+  /** 0 for a gauge; else the billing period's start (Unix seconds). */
+  @PrimaryColumn('bigint', { name: 'period_start', primaryKeyConstraintName: 'usage_counters_pkey' })
+  periodStart: number;
+
+  @Column('bigint', { default: 0 })
+  used: number;
+
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt: Date;
+}
