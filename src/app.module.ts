@@ -1,12 +1,12 @@
 import { DynamicModule, Module, ValidationPipe } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ErrorFilter } from './common/error.filter';
-import { SessionAuthGuard } from './common/session-auth.guard';
 import { AppConfig } from './config/app-config';
 import { BillingModule } from './billing/billing.module';
 import { AppConfigModule } from './config/app-config.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
+import { RouteAuthGuard } from './identity/auth.guard';
 import { IdentityModule } from './identity/identity.module';
 import { LicensingModule } from './licensing/licensing.module';
 import { OpsModule } from './ops/ops.module';
@@ -30,7 +30,8 @@ export class AppModule {
       ],
       providers: [
         { provide: APP_FILTER, useClass: ErrorFilter },
-        { provide: APP_GUARD, useClass: SessionAuthGuard },
+        // Who may call each route: the route's declaration (src/common/route-auth.decorators.ts), read here.
+        { provide: APP_GUARD, useClass: RouteAuthGuard },
         {
           provide: APP_PIPE,
           useValue: new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true }),

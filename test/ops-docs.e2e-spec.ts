@@ -1,7 +1,7 @@
 import { INestApplication, RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
-import { MetadataScanner, ModulesContainer } from '@nestjs/core';
-import { IS_PUBLIC } from '../src/common/public.decorator';
+import { MetadataScanner, ModulesContainer, Reflector } from '@nestjs/core';
+import { ROUTE_AUTH, RouteAuth } from '../src/common/route-auth.decorators';
 import { startTestApp, TestApp } from './support/test-app';
 
 /** Served by Swagger itself, on Express directly: the document does not describe them. */
@@ -35,15 +35,17 @@ function registeredRoutes(app: INestApplication): Route[] {
 }
 
 interface HandlerFacts {
-  isPublic: boolean;
+  /** The route's declaration (`@Public()`, `@Session()`, ...), the handler's own else its controller's. */
+  auth: RouteAuth | undefined;
   excluded: boolean;
   handler: string;
 }
 
-/** What Nest knows about each route's handler: `@Public()`, `@ApiExclude…()`, its name. By "METHOD /path". */
+/** What Nest knows about each route's handler: its auth declaration, `@ApiExclude…()`, its name. By "METHOD /path". */
 function nestHandlers(app: INestApplication): Map<string, HandlerFacts> {
   const facts = new Map<string, HandlerFacts>();
   const scanner = new MetadataScanner();
+  const reflector = new Reflector();
   for (const module of app.get(ModulesContainer).values()) {
     for (const wrapper of module.controllers.values()) {
       const controller = wrapper.metatype as (new (...args: never[]) => unknown) | null;
@@ -54,7 +56,7 @@ function nestHandlers(app: INestApplication): Map<string, HandlerFacts> {
         const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
         if (method === undefined) continue;
         const paths = [Reflect.getMetadata(PATH_METADATA, handler) ?? ''].flat() as string[];
-        const isPublic = Boolean(Reflect.getMetadata(IS_PUBLIC, handler) ?? Reflect.getMetadata(IS_PUBLIC, controller));
+        const auth = reflector.getAllAndOverride<RouteAuth | undefined>(ROUTE_AUTH, [handler as () => unknown, controller]);
         const excluded = Boolean(
           Reflect.getMetadata('swagger/apiExcludeEndpoint', handler)?.disable ??
             Reflect.getMetadata('swagger/apiExcludeController', controller)?.[0],
@@ -62,7 +64,7 @@ function nestHandlers(app: INestApplication): Map<string, HandlerFacts> {
         for (const prefix of prefixes) {
           for (const path of paths) {
             facts.set(`${RequestMethod[method]} ${joinPath(prefix, path)}`, {
-              isPublic,
+              auth,
               excluded,
               handler: `${controller.name}.${name}`,
             });
@@ -107,12 +109,18 @@ describe('OpenAPI document', () => {
   });
 
   it('registers the four security schemes and the error shape', () => {
-    expect(doc.components.securitySchemes).toMatchObject({
-      session: { type: 'http', scheme: 'bearer' },
-      session_cookie: { type: 'apiKey', in: 'cookie', name: 'session' },
-      service_key: { type: 'apiKey', in: 'header', name: 'X-Service-Key' },
-      webhook_signature: { type: 'apiKey', in: 'header', name: 'Payprovider-Signature', description: expect.stringMatching(/HMAC/) },
+    expect(doc.components.securitySchemes).toEqual({
+      session: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+      session_cookie: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'session' }),
+      service_key: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-Service-Key' }),
+      metrics_token: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
     });
+    // The webhook's signature is documented as a header of its route, not as something to "Authorize" with.
+    const webhook = doc.paths['/api/webhooks/payprovider'].post as Operation & { parameters: { name: string; in: string }[] };
+    expect(webhook.security).toBeUndefined();
+    expect(webhook.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'Payprovider-Signature', in: 'header', required: true })]),
+    );
     expect(doc.components.schemas.ErrorResponse.required).toEqual(['statusCode', 'error', 'message', 'code']);
   });
 
@@ -139,10 +147,12 @@ describe('OpenAPI document', () => {
         problems.push(`${name} is missing from the OpenAPI document`);
         continue;
       }
-      const needsSession = facts?.isPublic === false;
+      // No declaration: the guard's default, a session.
+      const kind = facts ? (facts.auth?.kind ?? 'session') : undefined;
+      const needsSession = kind === 'session' || kind === 'sessionOrServiceKey';
       if (needsSession && !operation.security?.length) problems.push(`${name} needs a session but documents no security scheme`);
-      // A session route, or a public one with its own credentials (service key, signature), can be refused.
-      if (!needsSession && !operation.security?.length) continue;
+      // A route that asks for any credential (session, service key, metrics token, signature) can be refused.
+      if ((kind === undefined || kind === 'public') && !operation.security?.length) continue;
       const documentsErrorShape = Object.entries(operation.responses).some(
         ([status, response]) => Number(status) >= 400 && response.content?.['application/json']?.schema?.$ref === ERROR_SCHEMA,
       );

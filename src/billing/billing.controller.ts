@@ -1,15 +1,8 @@
 import { Body, Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
-import {
-  ApiBearerAuth,
-  ApiCookieAuth,
-  ApiCreatedResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiQuery,
-  ApiTags,
-} from '@nestjs/swagger';
-import { ApiErrors, SECURITY } from '../common/api-docs';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../common/api-docs';
 import { AuthUser, CurrentUser } from '../common/current-user.decorator';
+import { Session } from '../common/route-auth.decorators';
 import { CheckoutCreatedResponse, CreateCheckoutDto } from './checkout.dto';
 import { CheckoutService } from './checkout.service';
 import { HistoryPage, HistoryQuery } from './history.dto';
@@ -20,8 +13,6 @@ import { CheckoutSessionResult } from './session.dto';
 import { SessionReportService } from './session-report.service';
 
 @ApiTags('billing')
-@ApiBearerAuth(SECURITY.session)
-@ApiCookieAuth(SECURITY.sessionCookie)
 @Controller('api/billing')
 export class BillingController {
   constructor(
@@ -32,36 +23,40 @@ export class BillingController {
   ) {}
 
   @Get('session')
+  @Session()
   @ApiOperation({ summary: 'Report a completed checkout session (caller must be a member of its organisation)' })
   @ApiQuery({ name: 'session_id', required: true, description: 'Checkout session id, ^cs_[A-Za-z0-9_]{1,250}$' })
   @ApiOkResponse({ type: CheckoutSessionResult })
   @ApiErrors(400, 401, 403, 404, 500)
   session(@CurrentUser() user: AuthUser, @Query('session_id') sessionId: unknown): Promise<CheckoutSessionResult> {
-    return this.sessions.report(user.id, sessionId);
+    return this.sessions.report(user, sessionId);
   }
 
   @Get('portal')
+  @Session({ orgRole: ['owner', 'admin'] })
   @ApiOperation({ summary: 'Open a billing-portal session (owner or admin; needs a customer record)' })
   @ApiOkResponse({ type: PortalSessionResponse })
   @ApiErrors(400, 401, 403, 404, 500)
   openPortal(@CurrentUser() user: AuthUser, @Query() query: PortalQuery): Promise<PortalSessionResponse> {
-    return this.portal.open(user.id, query.organisation_id);
+    return this.portal.open(user, query.organisation_id);
   }
 
   @Post('checkout')
   @HttpCode(201)
+  @Session({ orgRole: ['owner', 'admin'] })
   @ApiOperation({ summary: 'Start a subscription checkout for a paid tier (owner or admin)' })
   @ApiCreatedResponse({ type: CheckoutCreatedResponse })
   @ApiErrors(400, 401, 403, 500)
   createCheckout(@CurrentUser() user: AuthUser, @Body() body: CreateCheckoutDto): Promise<CheckoutCreatedResponse> {
-    return this.checkout.create(user.id, body);
+    return this.checkout.create(user, body);
   }
 
   @Get('history')
+  @Session()
   @ApiOperation({ summary: "An organisation's paid invoices, newest first (any member)" })
   @ApiOkResponse({ type: HistoryPage })
   @ApiErrors(400, 401, 403)
   listHistory(@CurrentUser() user: AuthUser, @Query() query: HistoryQuery): Promise<HistoryPage> {
-    return this.history.list(user.id, query);
+    return this.history.list(user, query);
   }
 }

@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { AppException } from '../common/app-exception';
+import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig } from '../config/app-config';
+import { isPaidTier, paidTiers } from '../config/tiers';
 import { IdentityService } from '../identity/identity.service';
 import { CheckoutCreatedResponse, CreateCheckoutDto } from './checkout.dto';
 import { PaymentProvider } from './payment-provider.port';
 import { providerFailure } from './provider-failure';
 import { requireReturnUrl } from './return-url';
-import { BILLING_ROLES } from './billing-roles';
 
 /** POST /api/billing/checkout: opens a subscription checkout for a paid tier. */
 @Injectable()
@@ -17,12 +18,11 @@ export class CheckoutService {
     private readonly config: AppConfig,
   ) {}
 
-  async create(userId: string, dto: CreateCheckoutDto): Promise<CheckoutCreatedResponse> {
-    await this.identity.requireMember(userId, dto.organisation_id, BILLING_ROLES);
+  async create(caller: AuthUser, dto: CreateCheckoutDto): Promise<CheckoutCreatedResponse> {
+    await this.identity.requireMember(caller, dto.organisation_id);
     const { tier } = dto;
-    if (tier === 'free' || !Object.hasOwn(this.config.tiers, tier)) {
-      const paid = Object.keys(this.config.tiers).filter((t) => t !== 'free');
-      throw new AppException(400, 'invalid_tier', `tier must be one of ${paid.join(', ')}.`);
+    if (!isPaidTier(this.config.tiers, tier)) {
+      throw new AppException(400, 'invalid_tier', `tier must be one of ${paidTiers(this.config.tiers).join(', ')}.`);
     }
     const app = this.config.appUrl;
     const successUrl = requireReturnUrl(

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { preparedQuery } from '../database/prepared';
 import { AppException } from '../common/app-exception';
+import { AuthUser } from '../common/current-user.decorator';
 import { IdentityService } from '../identity/identity.service';
 import { HistoryPage, HistoryQuery } from './history.dto';
 
@@ -34,9 +35,9 @@ export class HistoryService {
     @InjectDataSource() private readonly db: DataSource,
   ) {}
 
-  async list(userId: string, query: HistoryQuery): Promise<HistoryPage> {
+  async list(caller: AuthUser, query: HistoryQuery): Promise<HistoryPage> {
     const orgId = query.organisation_id;
-    await this.identity.requireMember(userId, orgId);
+    await this.identity.requireMember(caller, orgId);
     const limit = query.limit ?? 10;
     const cursor = query.starting_after === undefined ? null : await this.cursor(orgId, query.starting_after);
     // Keyset on (paid_at, id) follows the index and stays stable while new invoices arrive.

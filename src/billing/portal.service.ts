@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AppException } from '../common/app-exception';
+import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
-import { BILLING_ROLES } from './billing-roles';
 import { PaymentProvider, PaymentProviderError } from './payment-provider.port';
 import { PortalSessionResponse } from './portal.dto';
 import { providerFailure } from './provider-failure';
@@ -16,9 +16,9 @@ export class PortalService {
     private readonly config: AppConfig,
   ) {}
 
-  async open(userId: string, organisationId?: string): Promise<PortalSessionResponse> {
-    const orgId = organisationId ?? (await this.onlyOrganisationOf(userId));
-    await this.identity.requireMember(userId, orgId, BILLING_ROLES);
+  async open(caller: AuthUser, organisationId?: string): Promise<PortalSessionResponse> {
+    const orgId = organisationId ?? (await this.onlyOrganisationOf(caller.id));
+    await this.identity.requireMember(caller, orgId);
     const customerId = await this.identity.customerOf(orgId);
     if (!customerId) throw noCustomer();
     try {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { isUUID } from 'class-validator';
 import { AppException, notAMember } from '../common/app-exception';
+import { AuthUser } from '../common/current-user.decorator';
 import { IdentityService } from '../identity/identity.service';
 import { CheckoutSessionInfo, PaymentProvider, PaymentProviderError } from './payment-provider.port';
 import { providerFailure } from './provider-failure';
@@ -18,7 +19,7 @@ export class SessionReportService {
     private readonly identity: IdentityService,
   ) {}
 
-  async report(userId: string, sessionId: unknown): Promise<CheckoutSessionResult> {
+  async report(caller: AuthUser, sessionId: unknown): Promise<CheckoutSessionResult> {
     if (sessionId === undefined || sessionId === '') {
       throw new AppException(400, 'session_id_required', 'The query parameter session_id is required.');
     }
@@ -27,7 +28,7 @@ export class SessionReportService {
     }
     const session = await this.retrieve(sessionId);
     // Access before payment state: a stranger learns nothing about someone else's checkout.
-    await this.requireBuyer(userId, session);
+    await this.requireBuyer(caller, session);
     if (!COMPLETED.includes(session.paymentStatus)) {
       throw new AppException(400, 'payment_not_completed', 'The payment of this checkout session is not completed.');
     }
@@ -52,9 +53,9 @@ export class SessionReportService {
   }
 
   /** A session names its organisation in metadata (ours) or client_reference_id; one naming none is nobody's. */
-  private async requireBuyer(userId: string, session: CheckoutSessionInfo): Promise<void> {
+  private async requireBuyer(caller: AuthUser, session: CheckoutSessionInfo): Promise<void> {
     const organisationId = session.metadata.organisation_id || session.clientReferenceId;
     if (!organisationId || !isUUID(organisationId)) throw notAMember();
-    await this.identity.requireMember(userId, organisationId);
+    await this.identity.requireMember(caller, organisationId);
   }
 }

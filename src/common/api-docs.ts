@@ -13,10 +13,13 @@ export class ErrorResponse {
 export const ApiErrors = (...statuses: number[]) =>
   applyDecorators(...statuses.map((status) => ApiResponse({ status, type: ErrorResponse })));
 
-/** Names of the security schemes registered in the OpenAPI document (see main setup). */
+/**
+ * Names of the security schemes registered in the OpenAPI document (src/ops/openapi.ts). Routes refer to them
+ * through the vocabulary in route-auth.decorators.ts, not directly.
+ */
 export const SECURITY = {
   session: 'session',
   sessionCookie: 'session_cookie',
   serviceKey: 'service_key',
-  webhookSignature: 'webhook_signature',
+  metricsToken: 'metrics_token',
 } as const;

@@ -2,6 +2,12 @@ import { readFileSync } from 'node:fs';
 
 export const METRICS = ['projects', 'ai_tokens', 'users'] as const;
 export type Metric = (typeof METRICS)[number];
+/** The metrics that trusted back-ends report; `users` is counted from memberships. */
+export const METERED_METRICS = ['projects', 'ai_tokens'] as const satisfies readonly Metric[];
+export type MeteredMetric = (typeof METERED_METRICS)[number];
+
+/** The tier of an organisation without a paid subscription; every other tier of the table is paid. */
+export const FREE_TIER = 'free';
 
 export type TierLimits = Record<Metric, number>;
 /** Tier name → limits. Always has `free`; insertion order is the order tiers are listed in. */
@@ -13,6 +19,15 @@ export const DEFAULT_TIERS: TierTable = {
   team: { projects: 100, ai_tokens: 10_000_000, users: 50 },
   enterprise: { projects: 1000, ai_tokens: 100_000_000, users: 1000 },
 };
+
+/** The tiers that can be bought, in table order. */
+export function paidTiers(tiers: TierTable): string[] {
+  return Object.keys(tiers).filter((tier) => tier !== FREE_TIER);
+}
+
+export function isPaidTier(tiers: TierTable, tier: string): boolean {
+  return tier !== FREE_TIER && Object.hasOwn(tiers, tier);
+}
 
 const TIER_NAME = /^[a-z][a-z0-9-]{0,31}$/;
 // Limits are stored in bigint columns, but must stay exact in a JS number.
@@ -50,7 +65,7 @@ export function parseTiers(raw: unknown, where: string): TierTable {
     }
     table[name] = parsed;
   }
-  if (!table.free) throw new Error(`${where}: a "free" tier is required`);
+  if (!table[FREE_TIER]) throw new Error(`${where}: a "${FREE_TIER}" tier is required`);
   return table;
 }
 

@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { ApiErrors } from '../common/api-docs';
 import { AppException } from '../common/app-exception';
-import { Public } from '../common/public.decorator';
+import { Public } from '../common/route-auth.decorators';
 
 @ApiTags('operations')
 @Public()

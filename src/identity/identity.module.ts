@@ -3,6 +3,7 @@ import { PassportModule } from '@nestjs/passport';
 import { LicensingModule } from '../licensing/licensing.module';
 import { IdentityService } from './identity.service';
 import { MeController } from './me.controller';
+import { ServiceKeys } from './service-keys';
 import { SessionService } from './session.service';
 import { SessionStrategy } from './session.strategy';
 
@@ -14,7 +15,7 @@ import { SessionStrategy } from './session.strategy';
 @Module({
   imports: [PassportModule, LicensingModule],
   controllers: [MeController],
-  providers: [IdentityService, SessionService, SessionStrategy],
-  exports: [IdentityService, SessionService, SessionStrategy],
+  providers: [IdentityService, SessionService, SessionStrategy, ServiceKeys],
+  exports: [IdentityService, SessionService, SessionStrategy, ServiceKeys],
 })
 export class IdentityModule {}

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppException, notAMember, roleRequired } from '../common/app-exception';
+import { AuthUser } from '../common/current-user.decorator';
 import { preparedQuery } from '../database/prepared';
 import { transaction } from '../database/transaction';
 import { MemberLimitPolicy } from './member-limit.port';
@@ -129,14 +130,18 @@ export class IdentityService {
     return rows.length > 0;
   }
 
-  /** The caller's role in the organisation; 403 (same body whether or not it exists) otherwise. */
-  async requireMember(userId: string, organisationId: string, roles?: readonly Role[]): Promise<Role> {
+  /**
+   * The caller's role in the organisation. 403 `organisation_forbidden` (same body whether or not the
+   * organisation exists) for a non-member; 403 `role_forbidden` when the caller's route declares roles
+   * (`@Session({ orgRole })`, carried on the caller) and the caller has none of them.
+   */
+  async requireMember(caller: AuthUser, organisationId: string): Promise<Role> {
     const [row] = await this.db.query(`SELECT role FROM memberships WHERE user_id = $1 AND organisation_id = $2`, [
-      userId,
+      caller.id,
       organisationId,
     ]);
     if (!row) throw notAMember();
-    if (roles && !roles.includes(row.role)) throw roleRequired(roles);
+    if (caller.orgRole && !caller.orgRole.includes(row.role)) throw roleRequired(caller.orgRole);
     return row.role;
   }
 

@@ -1,13 +1,13 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiBearerAuth, ApiCookieAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiErrors, SECURITY } from '../common/api-docs';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../common/api-docs';
 import { AuthUser, CurrentUser } from '../common/current-user.decorator';
+import { Session } from '../common/route-auth.decorators';
 import { IdentityService } from './identity.service';
 
 /** Who the session belongs to and where they are a member: what a web app shows after login. */
 @ApiTags('identity')
-@ApiBearerAuth(SECURITY.session)
-@ApiCookieAuth(SECURITY.sessionCookie)
+@Session()
 @Controller('api/me')
 export class MeController {
   constructor(private readonly identity: IdentityService) {}

@@ -4,7 +4,6 @@ import { LicenseWriter } from './license-writer';
 import { LicensingController } from './licensing.controller';
 import { LicensingService } from './licensing.service';
 import { MemberLimitPolicy } from '../identity/member-limit.port';
-import { ServiceKeyGuard, ServiceKeyOrSessionGuard, ServiceKeys } from './service-key.guard';
 import { UsageService } from './usage.service';
 
 /** Licenses (the only writer), status, usage metering and limit enforcement (tiers come from AppConfig). */
@@ -16,9 +15,6 @@ import { UsageService } from './usage.service';
     UsageService,
     LicenseWriter,
     { provide: MemberLimitPolicy, useExisting: LicensingService },
-    ServiceKeys,
-    ServiceKeyGuard,
-    ServiceKeyOrSessionGuard,
   ],
   exports: [LicensingService, LicenseWriter, MemberLimitPolicy],
 })

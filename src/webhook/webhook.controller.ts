@@ -1,12 +1,12 @@
-import { Controller, HttpCode, Logger, Post, Req, UseGuards } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiProperty, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { ApiErrors, SECURITY } from '../common/api-docs';
+import { Controller, HttpCode, Logger, Post, Req } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../common/api-docs';
 import { AppException } from '../common/app-exception';
-import { Public } from '../common/public.decorator';
 import { LEDGER_STATUSES } from './webhook-event.entity';
 import { EventDispatcher } from './event-dispatcher';
 import { SIGNATURE_HEADER } from '../billing/provider-signature';
-import { WebhookRequest, WebhookSignatureGuard } from './webhook-signature.guard';
+import { SignedByProvider } from './signed-by-provider.decorator';
+import { WebhookRequest } from './webhook-signature.guard';
 
 class WebhookAck {
   @ApiProperty({ example: 'evt_1Pgc76B7WZ01zgkWwyRHS12y' }) id: string;
@@ -16,7 +16,6 @@ class WebhookAck {
 }
 
 @ApiTags('webhooks')
-@Public()
 @Controller('api/webhooks')
 export class WebhookController {
   private readonly logger = new Logger('Webhook');
@@ -25,15 +24,20 @@ export class WebhookController {
 
   @Post('payprovider')
   @HttpCode(200)
-  @UseGuards(WebhookSignatureGuard)
-  @ApiSecurity(SECURITY.webhookSignature)
+  @SignedByProvider()
   @ApiOperation({
     summary: 'Receive a payment-provider event',
     description:
       'Verified over the raw body with the signing secret(s); stored in the event ledger together with its effects. ' +
       '200 only after that is committed; 5xx means nothing was stored and the provider should retry.',
   })
-  @ApiHeader({ name: SIGNATURE_HEADER, required: true, description: '`t=<unix seconds>,v1=<hex HMAC-SHA256>`' })
+  @ApiHeader({
+    name: SIGNATURE_HEADER,
+    required: true,
+    description:
+      '`t=<unix seconds>,v1=<hex>`: HMAC-SHA256 of `"<t>.<raw body>"` with the signing secret ' +
+      '(PAYPROVIDER_WEBHOOK_SECRET)',
+  })
   @ApiBody({ description: 'The provider event, as sent', schema: { type: 'object' } })
   @ApiOkResponse({ type: WebhookAck, description: 'Stored (processed, duplicate, stale, unmatched or ignored)' })
   @ApiErrors(400, 503)

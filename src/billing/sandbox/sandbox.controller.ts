@@ -2,8 +2,9 @@ import { Body, Controller, Get, Param, Post, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { IsString, MaxLength } from 'class-validator';
 import type { Response } from 'express';
-import { Public } from '../../common/public.decorator';
+import { Public } from '../../common/route-auth.decorators';
 import { AppConfig } from '../../config/app-config';
+import { paidTiers } from '../../config/tiers';
 import { nowSeconds } from './provider-events';
 import { checkoutPage, deliveryFailedPage, invoicePage, messagePage, portalPage } from './sandbox-pages';
 import { SandboxDelivery } from './sandbox-delivery';
@@ -64,12 +65,12 @@ export class SandboxController {
     const portal = await this.livePortal(id, res);
     if (!portal) return;
     const subs = await this.store.activeSubscriptions(portal.customer_id);
-    return this.send(res, 200, portalPage(portal, subs, this.paidTiers()));
+    return this.send(res, 200, portalPage(portal, subs, paidTiers(this.config.tiers)));
   }
 
   @Post('portal/:id/subscriptions/:sub/tier')
   async switchTier(@Param('id') id: string, @Param('sub') sub: string, @Body() form: TierForm, @Res() res: Response) {
-    if (!this.paidTiers().includes(form.tier)) {
+    if (!paidTiers(this.config.tiers).includes(form.tier)) {
       return this.send(res, 400, messagePage('Unknown tier', `"${form.tier}" is not a tier that can be bought.`));
     }
     return this.change(id, sub, { tier: form.tier }, res);
@@ -125,10 +126,6 @@ export class SandboxController {
   /** With a real provider configured the sandbox's pages do not exist. */
   private enabled(): boolean {
     return !this.config.providerSecretKey;
-  }
-
-  private paidTiers(): string[] {
-    return Object.keys(this.config.tiers).filter((t) => t !== 'free');
   }
 
   private send(res: Response, status: number, html: string) {

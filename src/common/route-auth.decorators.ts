@@ -1,0 +1,111 @@
+import {
+  applyDecorators,
+  CanActivate,
+  createParamDecorator,
+  ExecutionContext,
+  SetMetadata,
+  Type,
+  UseGuards,
+} from '@nestjs/common';
+import { ApiBearerAuth, ApiCookieAuth, ApiSecurity } from '@nestjs/swagger';
+import { SECURITY } from './api-docs';
+
+/*
+ * Who may call a route: one decorator of this vocabulary on the route (or on its controller, when every
+ * route of it is the same) says it. The one global guard (src/identity/auth.guard.ts) reads the declaration
+ * and authenticates accordingly; each decorator also documents the credential in OpenAPI. A route with no
+ * declaration still needs a session, but test/route-auth.e2e-spec.ts fails on it: every route says it.
+ *
+ * Metadata and Swagger only: nothing here imports identity, which does the checking.
+ */
+
+/** An organisation role (`memberships.role`), named here so that declaring one needs nothing from identity. */
+export type OrgRole = 'owner' | 'admin' | 'member';
+
+/** A route's declaration, as the global guard reads it (metadata key ROUTE_AUTH). */
+export type RouteAuth =
+  | { kind: 'public' }
+  | { kind: 'session'; verifiedBy: 'guard'; orgRole?: readonly OrgRole[] }
+  | { kind: 'session'; verifiedBy: 'query' }
+  | { kind: 'serviceKey' }
+  | { kind: 'sessionOrServiceKey' }
+  | { kind: 'metricsToken' }
+  | { kind: 'webhookSignature' };
+
+export const ROUTE_AUTH = 'routeAuth';
+
+const declare = (auth: RouteAuth) => SetMetadata(ROUTE_AUTH, auth);
+const sessionSchemes = () => applyDecorators(ApiBearerAuth(SECURITY.session), ApiCookieAuth(SECURITY.sessionCookie));
+
+/** Anyone, with no credential (health; the sandbox's pages, whose unguessable ids are the credential). */
+export const Public = () => declare({ kind: 'public' });
+
+export interface SessionOptions {
+  /**
+   * The roles the route demands in the organisation it acts on; none: any member. That organisation is only
+   * known once the request is validated, so the guard hands the roles on with the caller (`@CurrentUser()`)
+   * and `IdentityService.requireMember(caller, organisationId)` enforces them: 403 `role_forbidden`.
+   */
+  orgRole?: readonly OrgRole[];
+  verifiedBy?: 'guard';
+}
+
+export interface QueryVerifiedSession {
+  /**
+   * The guard only checks that a session token is present (401 otherwise) and hands its SHA-256 to
+   * `@SessionTokenHash()`, without looking it up. The route's own statement must match it with
+   * `liveSession()` and answer 401 when no live session matches: authenticating and answering then take one
+   * database round trip instead of two (the status read, the web app's hottest call).
+   */
+  verifiedBy: 'query';
+  /** Not with 'query': the guard never sees the caller. */
+  orgRole?: never;
+}
+
+/**
+ * A signed-in user: `Authorization: Bearer <token>` or the `session` cookie, looked up by the guard through
+ * the passport SessionStrategy; 401 `unauthenticated` when missing, unknown, expired or revoked. The caller
+ * is `@CurrentUser()`. See SessionOptions for `orgRole` and QueryVerifiedSession for `verifiedBy: 'query'`.
+ */
+export function Session(options: SessionOptions | QueryVerifiedSession = {}) {
+  const auth: RouteAuth =
+    options.verifiedBy === 'query'
+      ? { kind: 'session', verifiedBy: 'query' }
+      : { kind: 'session', verifiedBy: 'guard', ...(options.orgRole ? { orgRole: [...options.orgRole] } : {}) };
+  return applyDecorators(declare(auth), sessionSchemes());
+}
+
+/**
+ * A trusted back-end: header `X-Service-Key`, one of SERVICE_API_KEYS. 403 `service_keys_not_configured`
+ * when none is configured, 401 `service_key_required` / `invalid_service_key`. A session is not enough.
+ */
+export const ServiceKey = () => applyDecorators(declare({ kind: 'serviceKey' }), ApiSecurity(SECURITY.serviceKey));
+
+/**
+ * `X-Service-Key` when the request carries that header (then the key alone decides, even beside a valid
+ * session, and there is no `@CurrentUser()`), else a session as for `@Session()`.
+ */
+export const SessionOrServiceKey = () =>
+  applyDecorators(declare({ kind: 'sessionOrServiceKey' }), sessionSchemes(), ApiSecurity(SECURITY.serviceKey));
+
+/**
+ * A metrics scraper: `Authorization: Bearer <METRICS_TOKEN>` when METRICS_TOKEN is set (else 401
+ * `metrics_token_required`); open when it is not set.
+ */
+export const MetricsToken = () => applyDecorators(declare({ kind: 'metricsToken' }), ApiBearerAuth(SECURITY.metricsToken));
+
+/**
+ * A signed webhook. `guard` verifies the signature; it lives with the webhook because it needs the raw body
+ * and the signing secrets, and runs right after the global guard, which lets the request through to it.
+ * No OpenAPI security scheme (a signature is not something to enter under "Authorize"): document the
+ * header with @ApiHeader.
+ */
+export const WebhookSignature = (guard: Type<CanActivate>) =>
+  applyDecorators(declare({ kind: 'webhookSignature' }), UseGuards(guard));
+
+/** On a `@Session({ verifiedBy: 'query' })` route: the SHA-256 of the request's session token, still to be verified. */
+export const SessionTokenHash = createParamDecorator((_: unknown, ctx: ExecutionContext): Buffer => {
+  const hash = ctx.switchToHttp().getRequest<{ sessionTokenHash?: Buffer }>().sessionTokenHash;
+  if (!hash) throw new Error("@SessionTokenHash() needs @Session({ verifiedBy: 'query' }) on the route");
+  return hash;
+});

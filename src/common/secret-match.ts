@@ -1,0 +1,17 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+const sha256 = (value: string) => createHash('sha256').update(value).digest();
+
+/**
+ * The one constant-time check of a presented credential against configured secrets (service keys, the
+ * metrics token). Both sides are hashed with SHA-256 first, so timingSafeEqual always compares equal-length
+ * buffers and leaks neither content nor length; every secret is compared, without stopping at the first
+ * match, so the time does not tell which one matched either. The secrets are hashed once, here.
+ */
+export function secretMatcher(secrets: readonly string[]): (given: string) => boolean {
+  const hashes = secrets.map(sha256);
+  return (given) => {
+    const digest = sha256(given);
+    return hashes.reduce((found, hash) => timingSafeEqual(digest, hash) || found, false);
+  };
+}

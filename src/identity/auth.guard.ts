@@ -1,0 +1,108 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Request, Response } from 'express';
+import passport from 'passport';
+import { AppException, unauthenticated } from '../common/app-exception';
+import { AuthUser } from '../common/current-user.decorator';
+import { OrgRole, ROUTE_AUTH, RouteAuth } from '../common/route-auth.decorators';
+import { secretMatcher } from '../common/secret-match';
+import { AppConfig } from '../config/app-config';
+import { Role } from './membership.entity';
+import { SERVICE_KEY_HEADER, ServiceKeys } from './service-keys';
+import { hashToken } from './session.service';
+import { sessionToken, SessionStrategy } from './session.strategy';
+
+/** A route that declares nothing keeps the service's default: a session. */
+const DEFAULT_AUTH: RouteAuth = { kind: 'session', verifiedBy: 'guard' };
+
+type AuthRequest = Request & { user?: AuthUser; sessionTokenHash?: Buffer };
+
+// The vocabulary names the roles without importing identity; this fails to compile if the two sets drift.
+type SameSet<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _rolesMatch: SameSet<OrgRole, Role> = true;
+
+/**
+ * The one guard (global) that decides who may call a route. It reads the route's declaration from the
+ * vocabulary in src/common/route-auth.decorators.ts (`@Public()`, `@Session()`, `@ServiceKey()`, ...) and
+ * authenticates accordingly; the errors are those each decorator documents.
+ */
+@Injectable()
+export class RouteAuthGuard implements CanActivate {
+  private readonly metricsToken?: (given: string) => boolean;
+
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly strategy: SessionStrategy,
+    private readonly serviceKeys: ServiceKeys,
+    config: AppConfig,
+  ) {
+    this.metricsToken = config.metricsToken ? secretMatcher([config.metricsToken]) : undefined;
+  }
+
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
+    const auth =
+      this.reflector.getAllAndOverride<RouteAuth | undefined>(ROUTE_AUTH, [context.getHandler(), context.getClass()]) ??
+      DEFAULT_AUTH;
+    const http = context.switchToHttp();
+    const req = http.getRequest<AuthRequest>();
+    switch (auth.kind) {
+      case 'public':
+        return true;
+      case 'webhookSignature':
+        // The route's own guard (WebhookSignatureGuard, in the webhook module) runs next, on the raw body.
+        return true;
+      case 'session':
+        if (auth.verifiedBy === 'query') return this.requireSessionToken(req);
+        return this.authenticateSession(req, http.getResponse<Response>(), auth.orgRole);
+      case 'serviceKey':
+        this.serviceKeys.verify(req.headers[SERVICE_KEY_HEADER]);
+        return true;
+      case 'sessionOrServiceKey':
+        // A request carrying a key is a back-end: the key alone decides, even beside a session, and there is no user.
+        if (req.headers[SERVICE_KEY_HEADER] !== undefined) {
+          this.serviceKeys.verify(req.headers[SERVICE_KEY_HEADER]);
+          return true;
+        }
+        return this.authenticateSession(req, http.getResponse<Response>());
+      case 'metricsToken':
+        return this.requireMetricsToken(req);
+    }
+  }
+
+  /**
+   * Runs this application's own SessionStrategy instance rather than looking the strategy up by name in
+   * passport's process-wide registry (what @nestjs/passport's `AuthGuard('session')` does): with two
+   * applications in one process (tests of several instances) the registry holds only the last one, whose
+   * database may already be closed. Another passport strategy (e.g. JWT) is run the same way, beside this one.
+   */
+  private authenticateSession(req: AuthRequest, res: Response, orgRole?: readonly OrgRole[]): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      // A per-request object over the strategy: passport attaches its success/fail callbacks to it.
+      const perRequest = Object.create(this.strategy) as SessionStrategy;
+      passport.authenticate(perRequest, { session: false }, (err: unknown, user: AuthUser | false | null) => {
+        if (err) return reject(err);
+        if (!user) return reject(unauthenticated());
+        req.user = { id: user.id, email: user.email, orgRole };
+        resolve(true);
+      })(req, res, reject);
+    });
+  }
+
+  /** `@Session({ verifiedBy: 'query' })`: a token must be present; the route's statement verifies its hash. */
+  private requireSessionToken(req: AuthRequest): boolean {
+    const token = sessionToken(req);
+    if (!token) throw unauthenticated();
+    req.sessionTokenHash = hashToken(token);
+    return true;
+  }
+
+  /** Open while METRICS_TOKEN is unset (keep /metrics off the public network then). */
+  private requireMetricsToken(req: AuthRequest): boolean {
+    if (!this.metricsToken) return true;
+    const given = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? '';
+    if (!this.metricsToken(given)) {
+      throw new AppException(401, 'metrics_token_required', 'A valid metrics token is required.');
+    }
+    return true;
+  }
+}
