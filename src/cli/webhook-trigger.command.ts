@@ -1,5 +1,6 @@
 import { EVENT_TYPES as TYPES } from '../billing/provider-event';
 import { loadConfig } from '../config/app-config';
+import { isPaidTier, paidTiers } from '../config/tiers';
 import {
   addMonth,
   eventEnvelope,
@@ -64,8 +65,8 @@ export const webhookTriggerCommands: Record<string, CliCommand> = {
       const org = requireFlag(flags, 'org');
       if (!UUID.test(org)) throw new CliUsageError('--org must be a UUID');
       const tier = optionalFlag(flags, 'tier') ?? 'pro';
-      if (!config.tiers[tier] || tier === 'free') {
-        throw new CliUsageError(`--tier must be a paid tier: ${Object.keys(config.tiers).filter((t) => t !== 'free').join(', ')}`);
+      if (!isPaidTier(config.tiers, tier)) {
+        throw new CliUsageError(`--tier must be a paid tier: ${paidTiers(config.tiers).join(', ')}`);
       }
       const url = optionalFlag(flags, 'url') ?? `http://127.0.0.1:${config.port}/api/webhooks/payprovider`;
       if (!/^https?:\/\/[^\s]+$/.test(url) || !URL.canParse(url)) throw new CliUsageError('--url must be an http(s) URL');

@@ -1,4 +1,5 @@
 import { AppConfig } from '../config/app-config';
+import { FREE_TIER } from '../config/tiers';
 
 /** Where a statement embedding `licenseStateSql` keeps the values of `licenseStateValues` (see namedParams). */
 export interface LicenseStateParams {
@@ -20,7 +21,7 @@ export interface LicenseStateParams {
  */
 export const licenseStateSql = ({ organisation: $org, tiers: $tiers, graceS: $grace }: LicenseStateParams) => `
   license AS (
-    SELECT COALESCE(l.tier, 'free') AS tier,
+    SELECT COALESCE(l.tier, '${FREE_TIER}') AS tier,
            l.subscription_status AS status,
            l.current_period_start AS period_start,
            l.current_period_end AS period_end,
@@ -31,12 +32,12 @@ export const licenseStateSql = ({ organisation: $org, tiers: $tiers, graceS: $gr
   flags AS (
     SELECT license.*,
            COALESCE(
-             tier = 'free'
+             tier = '${FREE_TIER}'
              OR status IN ('active', 'trialing')
              OR (status = 'past_due' AND now_s <= period_end + ${$grace}::bigint),
              false) AS is_active,
            COALESCE(
-             tier <> 'free' AND (
+             tier <> '${FREE_TIER}' AND (
                status IN ('unpaid', 'incomplete_expired', 'canceled')
                OR (status = 'past_due' AND now_s > period_end + ${$grace}::bigint)),
              false) AS is_expired,
@@ -45,8 +46,8 @@ export const licenseStateSql = ({ organisation: $org, tiers: $tiers, graceS: $gr
   ),
   state AS (
     SELECT tier, is_active, is_expired, tier_known,
-           CASE WHEN is_active AND tier_known THEN ${$tiers}::jsonb -> tier ELSE ${$tiers}::jsonb -> 'free' END AS limits,
-           CASE WHEN tier <> 'free' AND is_active AND period_start IS NOT NULL THEN period_start
+           CASE WHEN is_active AND tier_known THEN ${$tiers}::jsonb -> tier ELSE ${$tiers}::jsonb -> '${FREE_TIER}' END AS limits,
+           CASE WHEN tier <> '${FREE_TIER}' AND is_active AND period_start IS NOT NULL THEN period_start
                 ELSE extract(epoch FROM date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::bigint
            END AS ai_period
     FROM flags

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
+import { FREE_TIER } from '../config/tiers';
 import { preparedQuery } from '../database/prepared';
 
 export interface SubscriptionChange {
@@ -69,7 +70,7 @@ export class LicenseWriter {
        WHERE organisation_id = $1`,
       [
         organisationId,
-        deleted ? 'free' : change.tier,
+        deleted ? FREE_TIER : change.tier,
         change.subscriptionId,
         deleted ? 'canceled' : change.status,
         // A deleted subscription leaves no paid period behind: the free tier counts calendar months.

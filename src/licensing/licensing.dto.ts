@@ -1,8 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsUUID, Matches, Max, Min, NotEquals } from 'class-validator';
-import { Metric } from '../config/tiers';
-import type { MeteredMetric } from './usage.service';
+import { METERED_METRICS, MeteredMetric, Metric, METRICS } from '../config/tiers';
 
 // Larger reports are bugs on the reporting side, not usage.
 export const MAX_AMOUNT = 1_000_000_000_000;
@@ -15,8 +14,8 @@ export class OrganisationQuery {
 }
 
 export class CheckQuery extends OrganisationQuery {
-  @ApiProperty({ enum: ['projects', 'ai_tokens', 'users'] })
-  @IsIn(['projects', 'ai_tokens', 'users'])
+  @ApiProperty({ enum: METRICS })
+  @IsIn(METRICS)
   metric: Metric;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_AMOUNT, default: 1 })
@@ -34,8 +33,8 @@ export class UsageReportBody {
   @IsUUID()
   organisation_id: string;
 
-  @ApiProperty({ enum: ['projects', 'ai_tokens'] })
-  @IsIn(['projects', 'ai_tokens'])
+  @ApiProperty({ enum: METERED_METRICS })
+  @IsIn(METERED_METRICS)
   metric: MeteredMetric;
 
   @ApiProperty({
@@ -84,7 +83,7 @@ export class LicenseStatusResponse {
 }
 
 export class UsageResponse extends MetricUsage {
-  @ApiProperty({ enum: ['projects', 'ai_tokens'] }) metric: MeteredMetric;
+  @ApiProperty({ enum: METERED_METRICS }) metric: MeteredMetric;
 }
 
 export class CheckResponse {

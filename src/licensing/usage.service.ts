@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
+import { MeteredMetric } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
 import { transaction } from '../database/transaction';
 import { accessSql } from '../identity/access.sql';
@@ -10,7 +11,6 @@ import { organisationNotFound } from '../identity/identity.service';
 import { licenseStateSql, licenseStateValues } from './license-state.sql';
 import { LicensingService } from './licensing.service';
 
-export type MeteredMetric = 'projects' | 'ai_tokens';
 
 export interface UsageReport {
   organisationId: string;

@@ -1,4 +1,4 @@
-import { TierTable } from '../config/tiers';
+import { FREE_TIER, isPaidTier, TierTable } from '../config/tiers';
 import { isObject } from '../billing/provider-event';
 
 export type TierResolution = { tier: string } | { error: string };
@@ -16,8 +16,11 @@ export function resolveTier(subscription: Record<string, any>, tiers: TierTable)
     return { error: 'no tier: neither price.metadata.tier, a tier lookup_key nor metadata.tier is set' };
   }
   const { value, source } = candidate;
-  if (value === 'free') return { error: `${source} is "free": a paid subscription cannot grant the free tier` };
-  if (!Object.hasOwn(tiers, value)) return { error: `${source} "${value}" is not a configured tier` };
+  if (!isPaidTier(tiers, value)) {
+    return value === FREE_TIER
+      ? { error: `${source} is "${FREE_TIER}": a paid subscription cannot grant the free tier` }
+      : { error: `${source} "${value}" is not a configured tier` };
+  }
   return { tier: value };
 }
 
