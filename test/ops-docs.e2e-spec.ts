@@ -1,6 +1,7 @@
 import { INestApplication, RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { MetadataScanner, ModulesContainer, Reflector } from '@nestjs/core';
+import { ERROR_CODES } from '../src/common/error-codes';
 import { ROUTE_AUTH, RouteAuth } from '../src/common/route-auth.decorators';
 import { startTestApp, TestApp } from './support/test-app';
 
@@ -122,6 +123,10 @@ describe('OpenAPI document', () => {
       expect.arrayContaining([expect.objectContaining({ name: 'Payprovider-Signature', in: 'header', required: true })]),
     );
     expect(doc.components.schemas.ErrorResponse.required).toEqual(['statusCode', 'error', 'message', 'code']);
+    // Every error code, with its status, as the one table in src/common/error-codes.ts has it.
+    const code = doc.components.schemas.ErrorResponse.properties.code;
+    expect(code.enum).toEqual(Object.keys(ERROR_CODES));
+    for (const [name, [status]] of Object.entries(ERROR_CODES)) expect(code.description).toContain(`\`${name}\` (${status})`);
   });
 
   it('documents /api/health, /api/me and /metrics', () => {

@@ -22,7 +22,7 @@ export class CheckoutService {
     await this.identity.requireMember(caller, dto.organisation_id);
     const { tier } = dto;
     if (!isPaidTier(this.config.tiers, tier)) {
-      throw new AppException(400, 'invalid_tier', `tier must be one of ${paidTiers(this.config.tiers).join(', ')}.`);
+      throw new AppException('invalid_tier', `tier must be one of ${paidTiers(this.config.tiers).join(', ')}.`);
     }
     const app = this.config.appUrl;
     const successUrl = requireReturnUrl(
@@ -34,7 +34,7 @@ export class CheckoutService {
     const priceId = this.config.providerPrices[tier];
     if (!priceId && this.provider.requiresPriceIds) {
       // A known tier nobody configured a price for: say so rather than fail inside the provider.
-      throw new AppException(400, 'tier_not_for_sale', `The tier ${tier} has no price configured and cannot be bought.`);
+      throw new AppException('tier_not_for_sale', `The tier ${tier} has no price configured and cannot be bought.`);
     }
     const customerId = await this.identity.customerOf(dto.organisation_id);
     try {

@@ -57,7 +57,7 @@ export class HistoryService {
       `SELECT paid_at, id FROM billing_history WHERE organisation_id = $1 AND invoice_id = $2`,
       [orgId, invoiceId],
     );
-    if (!row) throw new AppException(400, 'invalid_cursor', 'starting_after is not an invoice_id of this history.');
+    if (!row) throw new AppException('invalid_cursor', 'starting_after is not an invoice_id of this history.');
     return row;
   }
 

@@ -34,9 +34,7 @@ export class PortalService {
   private async onlyOrganisationOf(userId: string): Promise<string> {
     const memberships = await this.identity.membershipsOf(userId);
     if (memberships.length !== 1) {
-      throw new AppException(
-        400,
-        'organisation_id_required',
+      throw new AppException('organisation_id_required',
         'You belong to several organisations (or none): name one with organisation_id.',
       );
     }
@@ -45,4 +43,4 @@ export class PortalService {
 }
 
 const noCustomer = () =>
-  new AppException(404, 'no_customer', 'This organisation has no customer record with the payment provider yet.');
+  new AppException('no_customer', 'This organisation has no customer record with the payment provider yet.');

@@ -7,5 +7,5 @@ import { PaymentProviderError } from './payment-provider.port';
  */
 export function providerFailure(err: unknown): unknown {
   if (!(err instanceof PaymentProviderError)) return err;
-  return new AppException(500, 'payment_provider_error', 'The payment provider could not complete the request. Try again later.');
+  return new AppException('payment_provider_error', 'The payment provider could not complete the request. Try again later.');
 }

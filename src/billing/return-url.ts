@@ -12,7 +12,7 @@ const AMBIGUOUS = /[\s\\\u0000-\u001f\u007f]/;
  */
 export function requireReturnUrl(field: string, value: string, appUrl: URL): string {
   const invalid = () =>
-    new AppException(400, 'invalid_return_url', `${field} must be an absolute URL under ${appUrl.origin}.`);
+    new AppException('invalid_return_url', `${field} must be an absolute URL under ${appUrl.origin}.`);
   if (value.length > 2048 || AMBIGUOUS.test(value)) throw invalid();
   let parsed: URL;
   try {

@@ -21,16 +21,16 @@ export class SessionReportService {
 
   async report(caller: AuthUser, sessionId: unknown): Promise<CheckoutSessionResult> {
     if (sessionId === undefined || sessionId === '') {
-      throw new AppException(400, 'session_id_required', 'The query parameter session_id is required.');
+      throw new AppException('session_id_required', 'The query parameter session_id is required.');
     }
     if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
-      throw new AppException(400, 'invalid_session_id', 'session_id must look like cs_… (letters, digits, _).');
+      throw new AppException('invalid_session_id', 'session_id must look like cs_… (letters, digits, _).');
     }
     const session = await this.retrieve(sessionId);
     // Access before payment state: a stranger learns nothing about someone else's checkout.
     await this.requireBuyer(caller, session);
     if (!COMPLETED.includes(session.paymentStatus)) {
-      throw new AppException(400, 'payment_not_completed', 'The payment of this checkout session is not completed.');
+      throw new AppException('payment_not_completed', 'The payment of this checkout session is not completed.');
     }
     return {
       session_id: session.id,
@@ -46,7 +46,7 @@ export class SessionReportService {
       return await this.provider.retrieveCheckoutSession(sessionId);
     } catch (err) {
       if (err instanceof PaymentProviderError && err.kind === 'not_found') {
-        throw new AppException(404, 'session_not_found', 'The payment provider knows no checkout session with this id.');
+        throw new AppException('session_not_found', 'The payment provider knows no checkout session with this id.');
       }
       throw providerFailure(err);
     }

@@ -2,16 +2,17 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logge
 import type { Request, Response } from 'express';
 import { STATUS_CODES } from 'node:http';
 import { AppException } from './app-exception';
+import { ErrorCode } from './error-codes';
 
 export interface ErrorBody {
   statusCode: number;
   error: string;
   message: string;
-  code: string;
+  code: ErrorCode;
 }
 
 // Codes for errors raised by the framework rather than by our own code.
-const DEFAULT_CODES: Record<number, string> = {
+const DEFAULT_CODES: Record<number, ErrorCode> = {
   400: 'bad_request',
   401: 'unauthenticated',
   403: 'forbidden',
@@ -74,7 +75,7 @@ export function toErrorBody(exception: unknown): ErrorBody {
   return shape(HttpStatus.INTERNAL_SERVER_ERROR, 'internal_error', genericMessage(500));
 }
 
-function shape(statusCode: number, code: string, message: string): ErrorBody {
+function shape(statusCode: number, code: ErrorCode, message: string): ErrorBody {
   return { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message, code };
 }
 

@@ -28,7 +28,7 @@ export class HealthController {
     try {
       await this.health.check([() => this.database.pingCheck('database', { timeout: 2000 })]);
     } catch {
-      throw new AppException(503, 'database_unavailable', 'The database is unreachable.');
+      throw new AppException('database_unavailable', 'The database is unreachable.');
     }
     return { status: 'ok', database: 'up' };
   }

@@ -101,7 +101,7 @@ export class RouteAuthGuard implements CanActivate {
     if (!this.metricsToken) return true;
     const given = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? '';
     if (!this.metricsToken(given)) {
-      throw new AppException(401, 'metrics_token_required', 'A valid metrics token is required.');
+      throw new AppException('metrics_token_required', 'A valid metrics token is required.');
     }
     return true;
   }

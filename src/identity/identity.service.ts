@@ -25,7 +25,7 @@ const LINK_CUSTOMER_SQL = `
   SELECT (SELECT id FROM owner) AS owner, EXISTS (SELECT 1 FROM linked) AS linked`;
 
 export const organisationNotFound = (id: string) =>
-  new AppException(404, 'organisation_not_found', `No organisation with id ${id}.`);
+  new AppException('organisation_not_found', `No organisation with id ${id}.`);
 
 export interface OrganisationRow {
   id: string;
@@ -49,7 +49,7 @@ export class IdentityService {
       `INSERT INTO users (email) VALUES (lower($1)) ON CONFLICT (email) DO NOTHING RETURNING id, email`,
       [email],
     );
-    if (!row) throw new AppException(409, 'email_taken', `A user with email ${email.toLowerCase()} already exists.`);
+    if (!row) throw new AppException('email_taken', `A user with email ${email.toLowerCase()} already exists.`);
     return row;
   }
 
@@ -64,7 +64,7 @@ export class IdentityService {
       const [org] = await m.query(`SELECT 1 FROM organisations WHERE id = $1 FOR UPDATE`, [organisationId]);
       if (!org) throw organisationNotFound(organisationId);
       const [user] = await m.query(`SELECT 1 FROM users WHERE id = $1`, [userId]);
-      if (!user) throw new AppException(404, 'user_not_found', `No user with id ${userId}.`);
+      if (!user) throw new AppException('user_not_found', `No user with id ${userId}.`);
       const [{ members, existing }] = await m.query(
         `SELECT count(*)::int AS members, bool_or(user_id = $2) AS existing FROM memberships WHERE organisation_id = $1`,
         [organisationId, userId],
@@ -73,7 +73,6 @@ export class IdentityService {
         const { limit, tier, isActive } = await this.memberLimits.memberLimit(m, organisationId);
         if (members >= limit) {
           throw new AppException(
-            402,
             'limit_exceeded',
             `Organisation ${organisationId} already has ${members} users, the limit of ${limit} in force ` +
               `(tier ${tier}${isActive ? '' : ', not active: free limits apply'}).`,

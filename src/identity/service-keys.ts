@@ -18,13 +18,13 @@ export class ServiceKeys {
 
   verify(header: string | string[] | undefined): void {
     if (!this.configured) {
-      throw new AppException(403, 'service_keys_not_configured', 'Usage reporting is disabled: SERVICE_API_KEYS is not set.');
+      throw new AppException('service_keys_not_configured', 'Usage reporting is disabled: SERVICE_API_KEYS is not set.');
     }
     if (typeof header !== 'string' || !header) {
-      throw new AppException(401, 'service_key_required', 'The X-Service-Key header is required.');
+      throw new AppException('service_key_required', 'The X-Service-Key header is required.');
     }
     if (!this.matches(header)) {
-      throw new AppException(401, 'invalid_service_key', 'The X-Service-Key header is not a valid service key.');
+      throw new AppException('invalid_service_key', 'The X-Service-Key header is not a valid service key.');
     }
   }
 }

@@ -82,7 +82,7 @@ export class UsageService {
 
   async record(report: UsageReport): Promise<UsageResult> {
     if (report.metric === 'ai_tokens' && report.amount < 0) {
-      throw new AppException(400, 'negative_amount', 'ai_tokens usage can only grow; amount must be positive.');
+      throw new AppException('negative_amount', 'ai_tokens usage can only grow; amount must be positive.');
     }
     try {
       if (!report.idempotencyKey) return await this.add(this.db.manager, report);
@@ -102,7 +102,7 @@ export class UsageService {
         [report.organisationId, key],
       );
       if (first.metric !== report.metric || Number(first.amount) !== report.amount) {
-        throw new AppException(409, 'idempotency_key_reused', `Idempotency key "${key}" was already used for a different report.`);
+        throw new AppException('idempotency_key_reused', `Idempotency key "${key}" was already used for a different report.`);
       }
       return first.response;
     }
@@ -125,7 +125,6 @@ export class UsageService {
     // Refused, or no such organisation: read why (404 from status) and say so.
     const { used, limit } = (await this.licensing.status(organisationId, null, m)).usage[metric];
     throw new AppException(
-      402,
       'limit_exceeded',
       `Adding ${amount} ${metric} would exceed the limit of ${limit} in force (${used} used); nothing was recorded.`,
     );

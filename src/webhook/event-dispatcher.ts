@@ -4,6 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { ProviderEvent } from '../billing/provider-event';
 import { AppException } from '../common/app-exception';
+import { ErrorCode } from '../common/error-codes';
 import { transaction } from '../database/transaction';
 import { webhookEvents } from '../ops/metrics';
 import { EventHandler, HandlerOutcome, HandlesEvent } from './event-handler';
@@ -16,7 +17,7 @@ export interface DispatchResult {
   status: LedgerStatus;
   reason: string | null;
   /** A 4xx to answer (the event was stored as failed). */
-  rejection?: { code: string; message: string };
+  rejection?: { code: ErrorCode; message: string };
 }
 
 interface Applied {
@@ -76,7 +77,7 @@ export class EventDispatcher implements OnModuleInit {
   /** `events:replay`: the stored (verified on receipt) payload through the same path as a redelivery. */
   async replay(id: string): Promise<DispatchResult> {
     const payload = await storedPayload(this.db.manager, id);
-    if (!payload) throw new AppException(404, 'event_not_found', `No webhook event with id ${id}.`);
+    if (!payload) throw new AppException('event_not_found', `No webhook event with id ${id}.`);
     return this.dispatch(payload);
   }
 

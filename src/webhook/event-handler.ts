@@ -1,6 +1,7 @@
 import { DiscoveryService } from '@nestjs/core';
 import { EntityManager } from 'typeorm';
 import { ProviderEvent } from '../billing/provider-event';
+import { ErrorCode } from '../common/error-codes';
 import { LedgerStatus } from './webhook-event.entity';
 
 /**
@@ -18,7 +19,7 @@ export interface HandlerOutcome {
   customerId?: string;
   subscriptionId?: string;
   /** Answer this 4xx after the ledger row (status failed) is committed. */
-  rejection?: { code: string; message: string };
+  rejection?: { code: ErrorCode; message: string };
   /** Provider ids now tied to an organisation: unmatched events waiting for them are applied next. */
   linked?: { customerId?: string; subscriptionId?: string };
 }
@@ -34,7 +35,7 @@ export interface EventHandler {
 }
 
 /** An event whose content we cannot use: stored as failed, answered 400 (the provider may retry). */
-export function failed(code: string, reason: string, ids: Partial<HandlerOutcome> = {}): HandlerOutcome {
+export function failed(code: ErrorCode, reason: string, ids: Partial<HandlerOutcome> = {}): HandlerOutcome {
   return { ...ids, status: 'failed', reason, rejection: { code, message: `The event cannot be applied: ${reason}.` } };
 }
 

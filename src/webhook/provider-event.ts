@@ -1,7 +1,7 @@
 import { AppException } from '../common/app-exception';
 import { isObject, ProviderEvent } from '../billing/provider-event';
 
-const invalid = (message: string) => new AppException(400, 'invalid_event', message);
+const invalid = (message: string) => new AppException('invalid_event', message);
 
 /** Parses the raw (already verified) body. Throws 400 invalid_event when it is not an event. */
 export function parseEvent(rawBody: Buffer): ProviderEvent {

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { computeSignature, SIGNATURE_HEADER } from '../billing/provider-signature';
 import { AppException } from '../common/app-exception';
+import { ErrorCode } from '../common/error-codes';
 
 // One entry of the header: a lower-case scheme name, '=', a value without separators or whitespace.
 const ENTRY = /^([a-z0-9]+)=([^\s,=]+)$/;
@@ -11,7 +12,7 @@ export interface ParsedSignatureHeader {
   signatures: string[];
 }
 
-const reject = (code: string, message: string) => new AppException(400, code, message);
+const reject = (code: ErrorCode, message: string) => new AppException(code, message);
 
 /**
  * Parses `t=<ts>,v1=<hex>[,v1=…][,v0=…]`. Strict, like the provider's SDK: whitespace, a repeated `t`

@@ -25,7 +25,7 @@ export class WebhookSignatureGuard implements CanActivate {
       const header = req.headers['payprovider-signature'];
       // The JSON body parser keeps the raw bytes; any other content type leaves none to verify.
       if (header !== undefined && !req.rawBody) {
-        throw new AppException(400, 'invalid_event', 'The event must be sent as application/json.');
+        throw new AppException('invalid_event', 'The event must be sent as application/json.');
       }
       verifySignature({
         rawBody: req.rawBody ?? Buffer.alloc(0),

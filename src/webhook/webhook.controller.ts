@@ -48,9 +48,9 @@ export class WebhookController {
       result = await this.dispatcher.dispatch(event);
     } catch (err) {
       this.logger.error({ msg: 'webhook event not stored', event_id: event.id, type: event.type, err });
-      throw new AppException(503, 'event_not_stored', 'The event could not be stored; retry later.');
+      throw new AppException('event_not_stored', 'The event could not be stored; retry later.');
     }
-    if (result.rejection) throw new AppException(400, result.rejection.code, result.rejection.message);
+    if (result.rejection) throw new AppException(result.rejection.code, result.rejection.message);
     return { id: result.id, status: result.status, reason: result.reason };
   }
 }

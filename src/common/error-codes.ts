@@ -1,0 +1,64 @@
+/**
+ * Every machine code the API answers in an error body's `code`, with its HTTP status and what it means.
+ * Thrown as `new AppException('invalid_tier', message)`; the status comes from here; the OpenAPI document
+ * lists this table (ops/openapi.ts). A new error is one new line here.
+ */
+export const ERROR_CODES = {
+  // 400: the request is malformed or names something it may not.
+  bad_request: [400, 'The request is malformed.'],
+  error: [400, 'Another client error raised by the HTTP layer; the status says which.'],
+  invalid_json: [400, 'The body is not valid JSON.'],
+  validation_failed: [400, 'A parameter or body field is missing, of the wrong type, or out of range (one line per failed rule).'],
+  session_id_required: [400, 'GET /api/billing/session without session_id.'],
+  invalid_session_id: [400, 'session_id does not look like a checkout session id (cs_…).'],
+  payment_not_completed: [400, 'The checkout session exists but its payment is not completed.'],
+  organisation_id_required: [400, 'The caller belongs to several organisations (or none): name one with organisation_id.'],
+  invalid_tier: [400, 'The tier is unknown or not a paid tier.'],
+  tier_not_for_sale: [400, 'The tier has no provider price configured (PAYPROVIDER_PRICE_<TIER>).'],
+  invalid_return_url: [400, 'A return URL is not an absolute URL under APP_URL.'],
+  invalid_cursor: [400, 'starting_after is not an invoice id of this history.'],
+  negative_amount: [400, 'ai_tokens usage can only grow.'],
+  invalid_event: [400, 'A webhook body that is not a provider event.'],
+  invoice_invalid: [400, 'A signed invoice event whose invoice cannot be recorded (stored as failed).'],
+  tier_unresolvable: [400, 'A signed subscription event whose tier cannot be resolved (stored as failed).'],
+  signature_missing: [400, 'The Payprovider-Signature header is missing.'],
+  signature_malformed: [400, 'The Payprovider-Signature header is malformed.'],
+  signature_timestamp_out_of_tolerance: [400, 'The signature timestamp is too far from now (PAYPROVIDER_WEBHOOK_TOLERANCE_S).'],
+  signature_invalid: [400, 'No v1 signature matches the body with any configured secret.'],
+  // 401: who is calling is not established.
+  unauthenticated: [401, 'No live session: missing, unknown, expired or revoked.'],
+  service_key_required: [401, 'The X-Service-Key header is missing.'],
+  invalid_service_key: [401, 'The X-Service-Key header is not one of SERVICE_API_KEYS.'],
+  metrics_token_required: [401, 'METRICS_TOKEN is set and the request does not carry it.'],
+  // 402: a limit of the tier in force.
+  limit_exceeded: [402, 'The change would exceed a limit in force; nothing was recorded.'],
+  // 403: the caller is known but may not do this.
+  forbidden: [403, 'The caller may not do this.'],
+  organisation_forbidden: [403, 'The caller is not a member of the organisation (the same answer whether it exists or not).'],
+  role_forbidden: [403, 'The action needs the role owner or admin in the organisation.'],
+  service_keys_not_configured: [403, 'SERVICE_API_KEYS is not set: service-key routes are disabled.'],
+  // 404: nothing of that name.
+  not_found: [404, 'No such route.'],
+  organisation_not_found: [404, 'No organisation with that id.'],
+  user_not_found: [404, 'No user with that id.'],
+  session_not_found: [404, 'The payment provider knows no checkout session with that id.'],
+  no_customer: [404, 'The organisation has no customer record with the payment provider.'],
+  event_not_found: [404, 'No webhook event with that id in the ledger.'],
+  method_not_allowed: [405, 'The route does not take this method.'],
+  // 409: conflicts with what is stored.
+  email_taken: [409, 'A user with that email already exists.'],
+  idempotency_key_reused: [409, 'The idempotency key was already used for a different report.'],
+  payload_too_large: [413, 'The body is larger than 1 MiB.'],
+  unsupported_media_type: [415, 'The body has a content type the route does not take.'],
+  too_many_requests: [429, 'Too many requests.'],
+  // 5xx: ours or a dependency's; details only in the log, under the request id.
+  internal_error: [500, 'Something went wrong on our side.'],
+  payment_provider_error: [500, 'The payment provider failed or could not be reached.'],
+  service_unavailable: [503, 'The service is temporarily unavailable.'],
+  database_unavailable: [503, 'The database is unreachable.'],
+  event_not_stored: [503, 'The webhook event could not be stored; the provider retries it.'],
+} as const satisfies Record<string, readonly [number, string]>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export const statusOf = (code: ErrorCode): number => ERROR_CODES[code][0];
