@@ -9,14 +9,14 @@ import { HistoryPage, HistoryQuery } from './history.dto';
 import { HistoryService } from './history.service';
 import { PortalQuery, PortalSessionResponse } from './portal.dto';
 import { PortalService } from './portal.service';
-import { CheckoutSessionResult } from './session.dto';
-import { SessionReportService } from './session-report.service';
+import { CheckoutSessionResult } from './checkout-session.dto';
+import { CheckoutReportService } from './checkout-report.service';
 
 @ApiTags('billing')
 @Controller('api/billing')
 export class BillingController {
   constructor(
-    private readonly sessions: SessionReportService,
+    private readonly checkoutReports: CheckoutReportService,
     private readonly checkout: CheckoutService,
     private readonly portal: PortalService,
     private readonly history: HistoryService,
@@ -28,8 +28,8 @@ export class BillingController {
   @ApiQuery({ name: 'session_id', required: true, description: 'Checkout session id, ^cs_[A-Za-z0-9_]{1,250}$' })
   @ApiOkResponse({ type: CheckoutSessionResult })
   @ApiErrors(400, 401, 403, 404, 500)
-  session(@CurrentUser() user: AuthUser, @Query('session_id') sessionId: unknown): Promise<CheckoutSessionResult> {
-    return this.sessions.report(user, sessionId);
+  checkoutSession(@CurrentUser() user: AuthUser, @Query('session_id') sessionId: unknown): Promise<CheckoutSessionResult> {
+    return this.checkoutReports.report(user, sessionId);
   }
 
   @Get('portal')

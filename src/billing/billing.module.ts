@@ -7,7 +7,7 @@ import { createPaymentProvider } from './payment-provider.factory';
 import { PaymentProvider } from './payment-provider.port';
 import { PortalService } from './portal.service';
 import { ProviderSubscriptions } from './provider-subscriptions.service';
-import { SessionReportService } from './session-report.service';
+import { CheckoutReportService } from './checkout-report.service';
 import { SandboxModule } from './sandbox/sandbox.module';
 import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
 
@@ -20,7 +20,7 @@ import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
   controllers: [BillingController],
   providers: [
     { provide: PaymentProvider, useFactory: createPaymentProvider, inject: [AppConfig, SandboxPaymentProvider] },
-    SessionReportService,
+    CheckoutReportService,
     CheckoutService,
     PortalService,
     HistoryService,

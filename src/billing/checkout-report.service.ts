@@ -5,7 +5,7 @@ import { AuthUser } from '../common/current-user.decorator';
 import { IdentityService } from '../identity/identity.service';
 import { CheckoutSessionInfo, PaymentProvider, PaymentProviderError } from './payment-provider.port';
 import { providerFailure } from './provider-failure';
-import { CheckoutSessionResult } from './session.dto';
+import { CheckoutSessionResult } from './checkout-session.dto';
 
 // Checked before the provider is called, so a crafted id (`../customers/cus_1`) never reaches its API.
 const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
@@ -13,7 +13,7 @@ const COMPLETED = ['paid', 'no_payment_required'];
 
 /** GET /api/billing/session: what a completed checkout bought, for a member of the buying organisation. */
 @Injectable()
-export class SessionReportService {
+export class CheckoutReportService {
   constructor(
     private readonly provider: PaymentProvider,
     private readonly identity: IdentityService,
@@ -52,7 +52,7 @@ export class SessionReportService {
     }
   }
 
-  /** A session names its organisation in metadata (ours) or client_reference_id; one naming none is nobody's. */
+  /** A checkout session names its organisation in metadata (ours) or client_reference_id; one naming none is nobody's. */
   private async requireBuyer(caller: AuthUser, session: CheckoutSessionInfo): Promise<void> {
     const organisationId = session.metadata.organisation_id || session.clientReferenceId;
     if (!organisationId || !isUUID(organisationId)) throw notAMember();
