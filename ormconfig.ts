@@ -1,5 +1,6 @@
 // The DataSource used by `npm run migration:generate|run|revert|check`. It is built from the same options as
-// the app, against DATABASE_URL or, when that is unset, the embedded PostgreSQL the app itself would use.
+// the app (without its timeouts: a migration may take long), against DATABASE_DIRECT_URL (PostgreSQL itself,
+// not a pooler), else DATABASE_URL, else the embedded PostgreSQL the app itself would use.
 import { DataSource } from 'typeorm';
 import { loadConfig } from './src/config/app-config';
 import { openDatabase } from './src/database/embedded-postgres';
@@ -14,5 +15,5 @@ export default (async () => {
     log: { debug: () => undefined, warn: (m) => console.warn(m) },
   });
   process.once('beforeExit', () => void db.stop());
-  return new DataSource(typeOrmOptions({ url: db.url }));
+  return new DataSource(typeOrmOptions({ url: config.databaseDirectUrl ?? db.url }));
 })();

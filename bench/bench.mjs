@@ -21,8 +21,16 @@ const ORGS = 500;
 // BENCH_ONLY=status runs only the scenarios whose name contains it (besides the baseline);
 // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=prof" profiles the server while it is measured;
 // BENCH_SERVER_STDOUT=1 shows the server's output (with BENCH_NODE_ARGS=--trace-gc, its GC pauses).
+// BENCH_SCALE=1 then grows the database to BENCH_SCALE_ROWS (default 1M) organisations, users and
+// memberships and measures the status read again.
 const ONLY = process.env.BENCH_ONLY;
+const SCALE = process.env.BENCH_SCALE === '1';
+const SCALE_ROWS = Number(process.env.BENCH_SCALE_ROWS ?? 1_000_000);
+// Passed on to the server as they are (e.g. DATABASE_NAMED_STATEMENTS=false to measure unnamed statements).
+const SERVER_ENV = ['DATABASE_POOL_SIZE', 'DATABASE_NAMED_STATEMENTS', 'DATABASE_STATEMENT_TIMEOUT_MS', 'DATABASE_QUERY_TIMEOUT_MS'];
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+// BENCH_SERVER=/path/to/dist/src/main.js measures another build (e.g. a copy of dist/ with a change), side by side.
+const SERVER = process.env.BENCH_SERVER ?? join(ROOT, 'dist', 'src', 'main.js');
 
 const freePort = () =>
   new Promise((resolve, reject) => {
@@ -57,6 +65,7 @@ async function prepareDatabase() {
     return {
       env: { DATABASE_URL: url.toString(), DATA_DIR: dataDir },
       url: url.toString(),
+      name,
       label: `PostgreSQL at ${admin.host} (DATABASE_URL)`,
       cleanup: async () => {
         await adminQuery(admin.toString(), `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
@@ -68,19 +77,20 @@ async function prepareDatabase() {
   return {
     env: { DATA_DIR: dataDir, EMBEDDED_POSTGRES_PORT: String(port) },
     url: `postgres://postgres:postgres@127.0.0.1:${port}/billing`,
+    name: 'billing',
     label: 'embedded PostgreSQL',
     cleanup: async () => rmSync(dataDir, { recursive: true, force: true }),
   };
 }
 
 function startServer(env) {
-  const server = spawn(process.execPath, [...NODE_ARGS, join(ROOT, 'dist', 'src', 'main.js')], {
+  const server = spawn(process.execPath, [...NODE_ARGS, SERVER], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,
       LOG_LEVEL: 'warn',
       NODE_ENV: 'development',
-      ...(process.env.DATABASE_POOL_SIZE ? { DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE } : {}),
+      ...Object.fromEntries(SERVER_ENV.filter((name) => process.env[name]).map((name) => [name, process.env[name]])),
       ...env,
     },
     stdio: ['ignore', process.env.BENCH_SERVER_STDOUT ? 'inherit' : 'ignore', 'inherit'],
@@ -110,6 +120,39 @@ function cpuMs(pid) {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
 }
 
+/**
+ * CPU time (ms) used so far by the PostgreSQL backends serving the service, when PostgreSQL runs on this
+ * machine (their pids are readable in /proc); undefined otherwise. Where planning happens: it tells
+ * named from unnamed statements better than req/s on a shared machine.
+ */
+async function databaseCpuMs(admin, database) {
+  const { rows } = await admin.query(
+    `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'billing-licensing-service'`,
+    [database],
+  );
+  try {
+    return rows.reduce((sum, { pid }) => sum + cpuMs(pid), 0);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Measures one scenario: autocannon's figures, and server and database CPU per request. */
+async function measure(opts, server, admin, database) {
+  const cpuBefore = cpuMs(server.pid);
+  const dbBefore = await databaseCpuMs(admin, database);
+  const r = await run(opts, DURATION_S);
+  const dbAfter = await databaseCpuMs(admin, database);
+  const requests = Math.max(1, r.requests.total);
+  return {
+    r,
+    // Server CPU per request: steadier than latency on a shared machine, where the load generator and
+    // PostgreSQL compete for the same cores.
+    cpuPerRequest: (cpuMs(server.pid) - cpuBefore) / requests,
+    dbCpuPerRequest: dbBefore === undefined || dbAfter === undefined ? undefined : (dbAfter - dbBefore) / requests,
+  };
+}
+
 /** Peak resident set size of a process (VmHWM), in MiB. */
 function peakRssMiB(pid) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -133,9 +176,12 @@ async function seed(url) {
       [orgIds, user.id],
     );
     // Enterprise limits on every organisation, so the usage benchmark measures writes, not refusals.
+    // (An organisation's license follows its subscriptions.)
     await client.query(
-      `INSERT INTO licenses (organisation_id, tier, subscription_id, subscription_status, current_period_start, current_period_end)
-       SELECT id, 'enterprise', 'sub_bench_' || id, 'active', extract(epoch from now())::bigint - 86400, extract(epoch from now())::bigint + 86400 * 30
+      `INSERT INTO provider_subscriptions (subscription_id, organisation_id, customer_id, tier, status, current_period_start,
+                                          current_period_end, last_event_created, last_event_rank)
+       SELECT 'sub_bench_' || id, id, 'cus_bench_' || id, 'enterprise', 'active', extract(epoch from now())::bigint - 86400,
+              extract(epoch from now())::bigint + 86400 * 30, extract(epoch from now())::bigint - 3600, 1
        FROM unnest($1::uuid[]) id`,
       [orgIds],
     );
@@ -144,6 +190,35 @@ async function seed(url) {
       [createHash('sha256').update(token).digest(), user.id],
     );
     return { token, orgIds };
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * SPEC 3's bulk load: `rows` organisations, users and memberships (one owner each) in one statement,
+ * then VACUUM ANALYZE so that the planner (and the visibility map) know the new sizes.
+ */
+async function grow(url, rows) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const started = Date.now();
+    await client.query(
+      `WITH o AS (INSERT INTO organisations (name) SELECT 'scale ' || g FROM generate_series(1, $1) g RETURNING id),
+            u AS (INSERT INTO users (email) SELECT 'scale-' || g || '@example.com' FROM generate_series(1, $1) g RETURNING id)
+       INSERT INTO memberships (organisation_id, user_id, role)
+       SELECT o.id, u.id, 'owner'
+       FROM (SELECT id, row_number() OVER () AS n FROM o) o JOIN (SELECT id, row_number() OVER () AS n FROM u) u USING (n)`,
+      [rows],
+    );
+    await client.query('VACUUM ANALYZE organisations, users, memberships');
+    const { rows: sizes } = await client.query(
+      `SELECT relname AS table, n_live_tup AS rows, pg_size_pretty(pg_total_relation_size(relid)) AS size
+       FROM pg_stat_user_tables WHERE relname IN ('organisations', 'users', 'memberships') ORDER BY relname`,
+    );
+    console.log(`\ngrew the database by ${rows} organisations, users and memberships in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    console.table(sizes);
   } finally {
     await client.end();
   }
@@ -314,26 +389,42 @@ async function main() {
     SERVICE_API_KEYS: SERVICE_KEY,
   });
   let failed = false;
+  let scaleSummary;
+  let admin;
   try {
     await waitHealthy(base, server);
     const seeded = await seed(db.url);
+    admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
     const rows = [];
     const selected = scenarios(base, seeded).filter((s, i) => i === 0 || !ONLY || s.name.includes(ONLY));
     for (const { name, opts } of selected) {
       await run(opts, WARMUP_S);
-      const cpuBefore = cpuMs(server.pid);
-      const r = await run(opts, DURATION_S);
-      // Server CPU per request: steadier than latency on a shared machine, where the load generator and
-      // PostgreSQL compete for the same cores.
-      const cpuPerRequest = (cpuMs(server.pid) - cpuBefore) / Math.max(1, r.requests.total);
-      rows.push({ name, r, cpuPerRequest });
+      const { r, cpuPerRequest, dbCpuPerRequest } = await measure(opts, server, admin, db.name);
+      rows.push({ name, r, cpuPerRequest, dbCpuPerRequest });
       if (r.non2xx || r.errors || r.timeouts) failed = true;
+    }
+    if (SCALE) {
+      const status = selected.find((sc) => sc.name === 'GET /api/licensing/status');
+      const before = rows.find((row) => row.name === status?.name);
+      if (!status || !before) throw new Error('BENCH_SCALE needs the status scenario (BENCH_ONLY unset or matching it)');
+      await grow(db.url, SCALE_ROWS);
+      await run(status.opts, WARMUP_S);
+      const { r, cpuPerRequest, dbCpuPerRequest } = await measure(status.opts, server, admin, db.name);
+      rows.push({ name: `${status.name} (+${SCALE_ROWS} organisations)`, r, cpuPerRequest, dbCpuPerRequest });
+      if (r.non2xx || r.errors || r.timeouts) failed = true;
+      const ratio = r.requests.average / before.r.requests.average;
+      // On a shared machine req/s is noisy: the CPU per request says whether a read got dearer with the data.
+      const us = (ms) => (ms === undefined ? '-' : `${Math.round(ms * 1000)} µs`);
+      scaleSummary =
+        `status read after growth: ${ratio.toFixed(2)} × its throughput before (target ≥ 0.95) ${ratio >= 0.95 ? 'met' : 'MISSED'}; ` +
+        `server CPU ${us(before.cpuPerRequest)} → ${us(cpuPerRequest)}, database CPU ${us(before.dbCpuPerRequest)} → ${us(dbCpuPerRequest)} per read`;
     }
     const baseline = rows[0].r.requests.average;
     console.log(`\nmachine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`);
     console.log(`database: ${db.label}; ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s each\n`);
     console.table(
-      rows.map(({ name, r, cpuPerRequest }) => ({
+      rows.map(({ name, r, cpuPerRequest, dbCpuPerRequest }) => ({
         endpoint: name,
         'req/s': Math.round(r.requests.average),
         'p50 ms': r.latency.p50,
@@ -343,11 +434,14 @@ async function main() {
         errors: r.errors + r.timeouts,
         'x baseline': (r.requests.average / baseline).toFixed(2),
         'server CPU µs/req': Math.round(cpuPerRequest * 1000),
+        'db CPU µs/req': dbCpuPerRequest === undefined ? '-' : Math.round(dbCpuPerRequest * 1000),
       })),
     );
     console.log(`server peak RSS: ${peakRssMiB(server.pid).toFixed(0)} MiB`);
     printTargets(rows, baseline);
+    if (scaleSummary) console.log(scaleSummary);
   } finally {
+    await admin?.end();
     const exited = new Promise((r) => server.once('exit', r));
     server.kill('SIGTERM');
     await exited;

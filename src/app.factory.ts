@@ -4,12 +4,16 @@ import type { Logger } from 'pino';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { createLogger, PinoNestLogger } from './common/logger';
+import { jsonBodyLimits, rejectNulInUrl } from './common/input-limits';
 import { requestLogging } from './common/request-logging';
 import { applyHttpSecurity } from './ops/http-security';
+import { hardenHttpServer } from './ops/http-server';
 import { buildOpenApiDocument, serveOpenApi } from './ops/openapi';
 import { requestMetrics } from './ops/request-metrics';
 
 export const BODY_LIMIT = '1mb';
+// Signed by the provider and verified over its raw bytes: its contents are the webhook's to judge.
+const WEBHOOK_ROUTE = '/api/webhooks/payprovider';
 
 /** Builds the HTTP application exactly as production runs it; tests use the same function. */
 export async function createApp(config: AppConfig, logger: Logger = createLogger(config.logLevel)) {
@@ -26,8 +30,12 @@ export async function createApp(config: AppConfig, logger: Logger = createLogger
   // Before the body parsers, so that even a 413 or malformed-JSON answer carries X-Request-Id.
   app.use(requestLogging(logger));
   applyHttpSecurity(app, config);
+  app.use(rejectNulInUrl);
   app.useBodyParser('json', { limit: BODY_LIMIT });
   app.useBodyParser('urlencoded', { limit: BODY_LIMIT, extended: false });
+  // Before validation: its recursion is what a deeply nested body would overflow.
+  app.use(jsonBodyLimits([WEBHOOK_ROUTE]));
+  hardenHttpServer(app.getHttpServer(), { requestTimeoutS: config.requestTimeoutS, logger });
   // Built once here, from the controllers' decorators; served as is on every request.
   serveOpenApi(app, buildOpenApiDocument(app));
   return app;

@@ -27,13 +27,16 @@ async function main() {
     log: { debug: (m) => logger.debug(m), warn: (m) => logger.warn(m) },
   });
   logger.info(`database: ${db.description}`);
-  if (config.webhookSecretGenerated) {
-    logger.info(`webhook signing secret generated for this machine: see ${config.dataDir}/webhook-secret`);
+  if (config.webhookSecretCreated) {
+    // Shown once, on the start that generated it (never in production, where it must be configured), so that
+    // a provider's CLI or a test tool can sign events; later starts only read .data/webhook-secret.
+    logger.info(`webhook signing secret generated for this machine: ${config.webhookSecrets[0]} (kept in ${config.dataDir}/webhook-secret)`);
   }
+  if (config.providerSecretKey) logger.info(`payments: the provider's API at ${config.providerApiUrl.origin} (PAYPROVIDER_SECRET_KEY is set)`);
 
   const app = await createApp(Object.assign(new AppConfig(), config, { databaseUrl: db.url }), logger);
   await app.listen(config.port);
-  logger.info(`listening on http://localhost:${config.port}`);
+  logger.info(`listening on http://localhost:${config.port} (API docs: http://localhost:${config.port}/api/docs)`);
 
   let stopping = false;
   const stop = async (signal: string) => {

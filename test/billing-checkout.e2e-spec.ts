@@ -11,7 +11,7 @@ describe('POST /api/billing/checkout', () => {
   let owner: Awaited<ReturnType<typeof createUserWithSession>>;
 
   beforeAll(async () => {
-    fake = await startFakeProvider();
+    fake = await startFakeProvider({ prices: ['price_pro', 'price_ent'] });
     // team is a paid tier with no price configured.
     t = await startTestApp({
       env: { ...fakeProviderEnv(fake), APP_URL: APP, PAYPROVIDER_PRICE_PRO: 'price_pro', PAYPROVIDER_PRICE_ENTERPRISE: 'price_ent' },
@@ -50,7 +50,7 @@ describe('POST /api/billing/checkout', () => {
 
   it("lets an admin buy, reusing the organisation's customer record and the given return URLs", async () => {
     const org = await createOrganisation(t, 'Has customer');
-    await t.db.query(`UPDATE organisations SET provider_customer_id = 'cus_existing1' WHERE id = $1`, [org.id]);
+    await t.db.query(`UPDATE organisations SET provider_customer_id = $2 WHERE id = $1`, [org.id, fake.addCustomer('cus_existing1')]);
     const admin = await createUserWithSession(t, { org: org.id, role: 'admin' });
     const urls = { success_url: `${APP}/done?s={CHECKOUT_SESSION_ID}`, cancel_url: `${APP}/plans#top` };
     await post(admin, { organisation_id: org.id, tier: 'enterprise', ...urls }).expect(201);

@@ -7,10 +7,11 @@ const APP = 'https://app.example.com';
 describe('GET /api/billing/portal', () => {
   let fake: FakeProvider;
   let t: TestApp;
+  const logLines: string[] = [];
 
   beforeAll(async () => {
     fake = await startFakeProvider();
-    t = await startTestApp({ env: { ...fakeProviderEnv(fake), APP_URL: APP } });
+    t = await startTestApp({ env: { ...fakeProviderEnv(fake), APP_URL: APP }, logLines });
   });
   afterAll(async () => {
     await t.close();
@@ -18,7 +19,9 @@ describe('GET /api/billing/portal', () => {
   });
   beforeEach(() => fake.reset());
 
-  const customerOrg = async (customerId = `cus_${randomUUID().slice(0, 8)}`) => {
+  /** An organisation whose customer record the provider knows (unless `known` is false). */
+  const customerOrg = async (customerId = `cus_${randomUUID().slice(0, 8)}`, known = true) => {
+    if (known) fake.addCustomer(customerId);
     const org = await createOrganisation(t);
     await t.db.query(`UPDATE organisations SET provider_customer_id = $1 WHERE id = $2`, [customerId, org.id]);
     return { id: org.id, customerId };
@@ -77,13 +80,16 @@ describe('GET /api/billing/portal', () => {
     expect(fake.requests).toEqual([]);
   });
 
-  it('404 no_customer when the provider no longer knows the customer', async () => {
-    const org = await customerOrg('cus_deleted_at_provider');
+  it('404 no_customer, with a warning in the log, when the provider no longer knows the customer', async () => {
+    // Deleted at the provider, or a test-mode id after switching to a live key: the provider answers 400 resource_missing.
+    const org = await customerOrg('cus_deleted_at_provider', false);
     const owner = await createUserWithSession(t, { org: org.id, role: 'owner' });
-    fake.failNext(1, { status: 400, code: 'resource_missing', message: "No such customer: 'cus_deleted_at_provider'" });
     const res = await get(owner).expect(404);
     expect(res.body.code).toBe('no_customer');
     expect(res.body.message).not.toContain('cus_deleted_at_provider');
+    expect(fake.requests).toHaveLength(1);
+    const warning = logLines.map((l) => JSON.parse(l)).find((l) => l.msg === 'the payment provider does not know the stored customer');
+    expect(warning).toMatchObject({ level: 40, organisationId: org.id, customerId: 'cus_deleted_at_provider' });
   });
 
   it('403 with one body for a stranger and a non-existent organisation; 400 for a malformed id or unknown parameter', async () => {

@@ -1,12 +1,13 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, runCli } from './support/run-cli';
+import { cli, ROOT, runCli } from './support/run-cli';
 import { startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
 import { freePort } from './support/free-port';
 
+/** Every command's logic, in-process (the same command line as `npm run cli`, without a process start each). */
 describe('operator CLI with DATABASE_URL', () => {
   let t: TestApp;
   let env: Record<string, string>;
@@ -17,130 +18,191 @@ describe('operator CLI with DATABASE_URL', () => {
   afterAll(() => t.close());
 
   it('creates an organisation, a user, a membership and a session the API accepts, then revokes it', async () => {
-    const org = await runCli(['org:create', '--name', 'Acme Ltd'], env);
+    const org = await cli(['org:create', '--name', 'Acme Ltd'], env);
     expect(org.code).toBe(0);
     expect(org.json).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: 'Acme Ltd' });
     expect(org.stdout.trim().split('\n')).toHaveLength(1);
 
-    const user = await runCli(['user:create', '--email', 'Owner@Example.com'], env);
+    const user = await cli(['user:create', '--email', 'Owner@Example.com'], env);
     expect(user.json).toEqual({ id: expect.any(String), email: 'owner@example.com' });
 
-    const member = await runCli(['member:add', '--org', org.json.id, '--user', user.json.id, '--role', 'owner'], env);
+    const member = await cli(['member:add', '--org', org.json.id, '--user', user.json.id, '--role', 'owner'], env);
     expect(member.json).toEqual({ organisation_id: org.json.id, user_id: user.json.id, role: 'owner' });
 
-    const session = await runCli(['session:create', '--user', user.json.id, '--ttl', '600'], env);
+    const before = Date.now();
+    const session = await cli(['session:create', '--user', user.json.id, '--ttl', '600'], env);
+    const after = Date.now();
     expect(session.json).toEqual({ token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), expires_at: expect.any(String) });
-    const ttl = Date.parse(session.json.expires_at) - Date.now();
-    expect(ttl).toBeGreaterThan(590_000);
-    expect(ttl).toBeLessThanOrEqual(600_000);
+    // 600 s from when the command ran: bounded by clock readings around it, however slow the machine is
+    // (1 s either side for the database's own clock reading).
+    const expiresAt = Date.parse(session.json.expires_at);
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 600_000 - 1000);
+    expect(expiresAt).toBeLessThanOrEqual(after + 600_000 + 1000);
 
     const me = await t.http().get('/api/me').set('Authorization', `Bearer ${session.json.token}`).expect(200);
     expect(me.body.memberships).toEqual([{ organisation_id: org.json.id, role: 'owner' }]);
 
-    const revoked = await runCli(['session:revoke', '--token', session.json.token], env);
+    const revoked = await cli(['session:revoke', '--token', session.json.token], env);
     expect(revoked.json).toEqual({ revoked: true });
     await t.http().get('/api/me').set('Authorization', `Bearer ${session.json.token}`).expect(401);
   });
 
   it('member:add defaults to the member role', async () => {
-    const org = await runCli(['org:create', '--name', 'Beta'], env);
-    const user = await runCli(['user:create', '--email', `m${Date.now()}@example.com`], env);
-    const member = await runCli(['member:add', '--org', org.json.id, '--user', user.json.id], env);
+    const org = await cli(['org:create', '--name', 'Beta'], env);
+    const user = await cli(['user:create', '--email', `m${Date.now()}@example.com`], env);
+    const member = await cli(['member:add', '--org', org.json.id, '--user', user.json.id], env);
     expect(member.json.role).toBe('member');
   });
 
   it.each([
-    [['nope'], /unknown command/],
-    [[], /usage/],
-    [['org:create'], /--name is required/],
-    [['user:create', '--email', 'not-an-email'], /--email must be an email/],
-    [['member:add', '--org', 'x', '--user', 'y'], /--org must be a UUID/],
-    [['session:create', '--user', '00000000-0000-4000-8000-000000000000', '--ttl', '-5'], /--ttl must be/],
-    [['session:revoke', '--token', 'unknown'], /no live session/],
-  ])('%j fails with a message on stderr and nothing on stdout', async (args, message) => {
-    const res = await runCli(args as string[], env);
-    expect(res.code).not.toBe(0);
+    [['nope'], 2, /unknown command/],
+    [[], 2, /usage/],
+    [['org:create'], 2, /--name is required/],
+    [['user:create', '--email', 'not-an-email'], 2, /--email must be an email/],
+    [['member:add', '--org', 'x', '--user', 'y'], 2, /--org must be a UUID/],
+    [['session:create', '--user', '00000000-0000-4000-8000-000000000000', '--ttl', '-5'], 2, /--ttl must be/],
+    [['session:revoke', '--token', 'unknown'], 2, /no live session/],
+  ])('%j fails with exit code %d, a message on stderr and nothing on stdout', async (args, code, message) => {
+    const res = await cli(args as string[], env);
+    expect(res.code).toBe(code);
     expect(res.stdout).toBe('');
     expect(res.stderr).toMatch(message);
   });
 
   it('refuses a duplicate email and unknown ids', async () => {
     const email = `dup${Date.now()}@example.com`;
-    expect((await runCli(['user:create', '--email', email], env)).code).toBe(0);
-    const dup = await runCli(['user:create', '--email', email.toUpperCase()], env);
+    expect((await cli(['user:create', '--email', email], env)).code).toBe(0);
+    const dup = await cli(['user:create', '--email', email.toUpperCase()], env);
     expect(dup.code).toBe(1);
     expect(dup.stderr).toMatch(/already exists/);
-    const missing = await runCli(
+    const missing = await cli(
       ['member:add', '--org', '00000000-0000-4000-8000-000000000000', '--user', '00000000-0000-4000-8000-000000000000'],
       env,
     );
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/No organisation/);
   });
+
+  it('says which database it could not reach, without its password', async () => {
+    const port = await freePort();
+    const res = await cli(['org:create', '--name', 'X'], { DATABASE_URL: `postgres://app:hunter2@127.0.0.1:${port}/billing` });
+    expect(res.code).toBe(1);
+    expect(res.stdout).toBe('');
+    expect(res.stderr).toMatch(new RegExp(`could not reach PostgreSQL postgres://app@127\\.0\\.0\\.1:${port}/billing \\(DATABASE_URL\\): .*ECONNREFUSED`));
+    expect(res.stderr).not.toMatch(/hunter2/);
+  });
 });
 
+/** The real process: what only it shows (exit codes, stdout holding exactly one JSON object and nothing else). */
+describe('operator CLI as a process', () => {
+  let t: TestApp;
+  beforeAll(async () => (t = await startTestApp()));
+  afterAll(() => t.close());
+
+  it('prints one JSON object on stdout and exits 0; a usage error exits 2; a failure exits 1', async () => {
+    const env = { DATABASE_URL: t.databaseUrl, PAYPROVIDER_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET };
+    const closed = `postgres://postgres@127.0.0.1:${await freePort()}/x`;
+    const [org, usage, unreachable] = await Promise.all([
+      runCli(['org:create', '--name', 'Spawned'], env),
+      runCli([], env),
+      runCli(['session:revoke', '--token', 'unknown'], { ...env, DATABASE_URL: closed }),
+    ]);
+    expect(org).toMatchObject({ code: 0, stderr: '' });
+    expect(org.stdout).toMatch(/^\{[^\n]*\}\n$/);
+    expect(org.json).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: 'Spawned' });
+    expect(await t.db.query(`SELECT name FROM organisations WHERE id = $1`, [org.json.id])).toEqual([{ name: 'Spawned' }]);
+
+    expect(usage).toMatchObject({ code: 2, stdout: '' });
+    expect(usage.stderr).toMatch(/^usage: npm run -s cli -- <command>/);
+    expect(unreachable).toMatchObject({ code: 1, stdout: '' });
+    expect(unreachable.stderr).toMatch(/^error: could not reach PostgreSQL postgres:\/\/postgres@127\.0\.0\.1:\d+\/x \(DATABASE_URL\): .*ECONNREFUSED/);
+  }, 60_000);
+});
+
+/**
+ * The embedded database of a folder, as a newcomer meets it: `npm start` in one terminal (here with a port of
+ * its own), `npm run cli` in another with no environment at all, while the server runs and after it stopped.
+ */
 describe('operator CLI on the embedded database, with and without the server running', () => {
-  let dataDir: string;
-  let env: Record<string, string>;
+  let folder: string;
+  let server: ChildProcess | undefined;
+  let port: number;
+  let pgPort: number;
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'billing-cli-'));
-    env = { DATA_DIR: dataDir, EMBEDDED_POSTGRES_PORT: String(await freePort()), PORT: String(await freePort()) };
+    folder = mkdtempSync(join(tmpdir(), 'billing-cli-'));
+    [port, pgPort] = [await freePort(), await freePort()];
   });
-  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  afterAll(async () => {
+    await stop(server);
+    rmSync(folder, { recursive: true, force: true });
+  });
 
-  it('keeps data across runs, and shares it with a running server', async () => {
-    const user = await runCli(['user:create', '--email', 'solo@example.com'], env);
-    expect(user.code).toBe(0);
-    // A second run sees the first run's row: the embedded data persisted.
-    const again = await runCli(['user:create', '--email', 'solo@example.com'], env);
-    expect(again.stderr).toMatch(/already exists/);
+  // Run in the folder itself, so DATA_DIR is its .data, exactly as for `npm start` and `npm run cli` there.
+  const inFolder = (args: string[]) => runCli(args, {}, { cwd: folder });
 
-    const server = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env },
+  it('finds the server’s database with no variable while it runs, and starts it itself once it stopped', async () => {
+    server = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], {
+      cwd: folder,
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', PORT: String(port), EMBEDDED_POSTGRES_PORT: String(pgPort) },
       stdio: 'ignore',
     });
-    try {
-      const base = `http://127.0.0.1:${env.PORT}`;
-      await waitFor(async () => (await fetch(`${base}/api/health`)).ok);
-      const session = await runCli(['session:create', '--user', user.json.id], env);
-      expect(session.code).toBe(0);
-      const me = await fetch(`${base}/api/me`, { headers: { Authorization: `Bearer ${session.json.token}` } });
-      expect(me.status).toBe(200);
-      expect(await me.json()).toMatchObject({ id: user.json.id, email: 'solo@example.com' });
-    } finally {
-      const exited = new Promise((resolve) => server.once('exit', resolve));
-      server.kill('SIGTERM');
-      await exited;
-    }
+    const base = `http://127.0.0.1:${port}`;
+    await waitFor(async () => (await fetch(`${base}/api/health`)).ok, () => server?.exitCode != null);
+    expect(readFileSync(join(folder, '.data', 'postgres.port'), 'utf8').trim()).toBe(String(pgPort));
+
+    // While it runs: the CLI, with no variable at all, shares the server's database (found through the data
+    // folder). The session for the new user is made in-process on that same database: the API accepts it.
+    const user = await inFolder(['user:create', '--email', 'solo@example.com']);
+    expect(user).toMatchObject({ code: 0, stderr: '' });
+    expect(user.stdout).toMatch(/^\{[^\n]*\}\n$/);
+    const embeddedUrl = `postgres://postgres:postgres@127.0.0.1:${pgPort}/billing`;
+    const session = await cli(['session:create', '--user', user.json.id], { DATABASE_URL: embeddedUrl });
+    expect(session.code).toBe(0);
+    const me = await fetch(`${base}/api/me`, { headers: { Authorization: `Bearer ${session.json.token}` } });
+    expect(me.status).toBe(200);
+    expect(await me.json()).toMatchObject({ id: user.json.id, email: 'solo@example.com' });
+
+    // Stopped: the CLI starts the same data on the recorded port, finds the session made while the server
+    // ran (the data persisted), and stops the database again (the next test starts it on another port).
+    await stop(server);
+    server = undefined;
+    const revoked = await inFolder(['session:revoke', '--token', session.json.token]);
+    expect(revoked).toMatchObject({ code: 0, stdout: '{"revoked":true}\n' });
   }, 90_000);
 
   it("says why the embedded database did not start, in PostgreSQL's own words", async () => {
     // Another program holds the port; it is not PostgreSQL, so it cannot be shared either.
     const squatter = createServer((socket) => socket.destroy());
     await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
-    const own = mkdtempSync(join(tmpdir(), 'billing-cli-'));
     try {
-      const port = String((squatter.address() as AddressInfo).port);
-      const res = await runCli(['user:create', '--email', 'nobody@example.com'], { DATA_DIR: own, EMBEDDED_POSTGRES_PORT: port });
+      const taken = String((squatter.address() as AddressInfo).port);
+      const res = await runCli(['user:create', '--email', 'nobody@example.com'], { EMBEDDED_POSTGRES_PORT: taken }, { cwd: folder });
       expect(res.code).not.toBe(0);
-      expect(res.stderr).toMatch(/embedded PostgreSQL did not start.*could not bind.*Address already in use/);
+      expect(res.stderr).toMatch(
+        new RegExp(`embedded PostgreSQL did not start on 127\\.0\\.0\\.1:${taken} \\(EMBEDDED_POSTGRES_PORT; data in .*\\):.*could not bind.*Address already in use`),
+      );
     } finally {
       squatter.close();
-      rmSync(own, { recursive: true, force: true });
     }
   }, 60_000);
 });
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
+async function stop(child: ChildProcess | undefined) {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/** Polls until `check` passes; fails at once when `gaveUp` says the process it waits for has exited. */
+async function waitFor(check: () => Promise<boolean>, gaveUp: () => boolean) {
   for (;;) {
     try {
       if (await check()) return;
     } catch {
       // not up yet
     }
-    if (Date.now() > deadline) throw new Error('timed out waiting for the server');
+    if (gaveUp()) throw new Error('the server exited before it answered');
     await new Promise((r) => setTimeout(r, 200));
   }
 }

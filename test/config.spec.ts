@@ -26,11 +26,11 @@ describe('loadConfig', () => {
       PAYPROVIDER_WEBHOOK_SECRET: 'whsec_new, whsec_old',
       SERVICE_API_KEYS: 'k1,k2',
       PAYPROVIDER_PRICE_PRO: 'price_pro',
-      PAYPROVIDER_PRICE_TEAM: 'price_team',
+      PAYPROVIDER_PRICE_TEAM: 'price_team_monthly, price_team_yearly',
     });
     expect(config.webhookSecrets).toEqual(['whsec_new', 'whsec_old']);
     expect(config.serviceApiKeys).toEqual(['k1', 'k2']);
-    expect(config.providerPrices).toEqual({ pro: 'price_pro', team: 'price_team' });
+    expect(config.providerPrices).toEqual({ pro: ['price_pro'], team: ['price_team_monthly', 'price_team_yearly'] });
   });
 
   it.each([
@@ -52,6 +52,22 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ...base(), DATABASE_URL: 'mysql://u:hunter2@x' })).toThrow(/^(?!.*hunter2)/);
   });
 
+  it('refuses the sandbox in production unless PAYPROVIDER_SANDBOX=true says so', () => {
+    const production = { ...base(), NODE_ENV: 'production' };
+    expect(() => loadConfig(production)).toThrow(/PAYPROVIDER_SECRET_KEY is required when NODE_ENV=production/);
+    expect(() => loadConfig({ ...production, PAYPROVIDER_SANDBOX: 'yes' })).toThrow(/PAYPROVIDER_SANDBOX/);
+    expect(loadConfig({ ...production, PAYPROVIDER_SANDBOX: 'true' }).provider).toBe('sandbox');
+    expect(loadConfig({ ...production, PAYPROVIDER_SECRET_KEY: 'sk_live_x' }).provider).toBe('stripe');
+    // Outside production the sandbox is the default.
+    expect(loadConfig(base()).provider).toBe('sandbox');
+  });
+
+  it('refuses a price id listed for two tiers', () => {
+    expect(() => loadConfig({ ...base(), PAYPROVIDER_PRICE_PRO: 'price_a', PAYPROVIDER_PRICE_TEAM: 'price_b,price_a' })).toThrow(
+      /PAYPROVIDER_PRICE_TEAM: price price_a is also listed for the tier pro/,
+    );
+  });
+
   it('requires the webhook secret in production', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir() })).toThrow(/PAYPROVIDER_WEBHOOK_SECRET/);
   });
@@ -62,7 +78,11 @@ describe('loadConfig', () => {
     expect(first.webhookSecretGenerated).toBe(true);
     expect(first.webhookSecrets[0]).toMatch(/^whsec_[0-9a-f]{48}$/);
     expect(readFileSync(join(dir, 'webhook-secret'), 'utf8').trim()).toBe(first.webhookSecrets[0]);
-    expect(loadConfig({ DATA_DIR: dir }).webhookSecrets).toEqual(first.webhookSecrets);
+    expect(first.webhookSecretCreated).toBe(true);
+    const second = loadConfig({ DATA_DIR: dir });
+    expect(second.webhookSecrets).toEqual(first.webhookSecrets);
+    // Shown on the start that generated it, not on every start after.
+    expect(second.webhookSecretCreated).toBe(false);
   });
 
   it('loads a TIERS_FILE', () => {

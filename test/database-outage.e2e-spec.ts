@@ -10,7 +10,7 @@ describe('the database going away mid-run', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     proxy = await startTcpProxy(database.url);
-    t = await startTestApp({ databaseUrl: proxy.url, env: { DATABASE_QUERY_TIMEOUT_MS: '1000' } });
+    t = await startTestApp({ databaseUrl: proxy.url, env: { DATABASE_STATEMENT_TIMEOUT_MS: '800', DATABASE_QUERY_TIMEOUT_MS: '1000' } });
   });
   afterAll(async () => {
     await t.close();
@@ -38,11 +38,11 @@ describe('the database going away mid-run', () => {
 
   it('answers a session route with 5xx (not a hang) when the database stalls', async () => {
     proxy.stall();
-    const started = Date.now();
+    // The proxy passes nothing until restore() below, so any answer here came from the service's own timeout
+    // (a hang would fail this test by its timeout instead); no stopwatch, which a slow machine could fail.
     const res = await t.http().get('/api/me').set('Authorization', 'Bearer some-token-value');
     expect(res.status).toBeGreaterThanOrEqual(500);
     expect(res.body.code).toMatch(/internal_error|service_unavailable|database_unavailable/);
-    expect(Date.now() - started).toBeLessThan(10_000);
     proxy.restore();
   });
 });

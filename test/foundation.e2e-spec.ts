@@ -13,7 +13,7 @@ describe('foundation: errors, request ids, sessions', () => {
 
   it('GET /api/health is public and reports the database', async () => {
     const res = await t.http().get('/api/health').expect(200);
-    expect(res.body).toEqual({ status: 'ok', database: 'up' });
+    expect(res.body).toEqual({ status: 'ok', database: 'up', provider: 'sandbox' });
     expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 

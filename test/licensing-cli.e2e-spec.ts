@@ -1,12 +1,9 @@
 import { IdentityService } from '../src/identity/identity.service';
 import { setLicense } from './licensing-fixtures';
-import { runCli } from './support/run-cli';
+import { cli } from './support/run-cli';
 import { createOrganisation, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
 
-// Runs the built CLI: `npx nest build` first (npm test does it in pretest). Each run starts a process
-// (~1 s, much more on a busy machine), hence the longer timeout.
-jest.setTimeout(120_000);
-
+// The CLI's command line in-process, on the test app's context; test/cli.e2e-spec.ts runs the real process.
 describe('member:add within the users limit', () => {
   let t: TestApp;
   let env: Record<string, string>;
@@ -24,7 +21,7 @@ describe('member:add within the users limit', () => {
       role: string;
     }[];
   const addMember = (org: string, user: string, role = 'member') =>
-    runCli(['member:add', '--org', org, '--user', user, '--role', role], env);
+    cli(['member:add', '--org', org, '--user', user, '--role', role], env, { app: t.app });
 
   it('refuses a member beyond the free limit (3), keeps role changes possible, and allows more on a paid tier', async () => {
     const org = (await createOrganisation(t)).id;

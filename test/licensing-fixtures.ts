@@ -14,20 +14,31 @@ export interface LicenseRow {
   status: string | null;
   periodStart?: number | null;
   periodEnd?: number | null;
+  /** When it became past_due (grace counts from here); default: now for past_due, else none. */
+  pastDueSince?: number | null;
+  /** A customer.subscription.deleted event was applied to it. */
+  deleted?: boolean;
+  /** Another subscription of the organisation (default: its one subscription). */
+  subscriptionId?: string;
 }
 
-/** Writes the license row the way the webhook handlers do (plain SQL, provider timestamps in seconds). */
+/**
+ * Writes the organisation's subscription the way the webhook handlers do (plain SQL, provider timestamps
+ * in seconds); its license is derived from it.
+ */
 export async function setLicense(t: TestApp, organisationId: string, row: LicenseRow) {
   const start = row.periodStart === undefined ? nowS() - 10 * DAY : row.periodStart;
   const end = row.periodEnd === undefined ? nowS() + 20 * DAY : row.periodEnd;
+  const pastDueSince = row.pastDueSince !== undefined ? row.pastDueSince : row.status === 'past_due' ? nowS() : null;
   await t.db.query(
-    `INSERT INTO licenses (organisation_id, tier, subscription_id, subscription_status, current_period_start,
-                           current_period_end, last_event_created, last_event_rank)
-     VALUES ($1, $2, 'sub_test', $3, $4, $5, $6, 1)
-     ON CONFLICT (organisation_id) DO UPDATE SET tier = EXCLUDED.tier, subscription_status = EXCLUDED.subscription_status,
+    `INSERT INTO provider_subscriptions (subscription_id, organisation_id, tier, status, current_period_start,
+                           current_period_end, past_due_since, last_event_created, last_event_rank, deleted_event_created)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, CASE WHEN $9 THEN $8::bigint END)
+     ON CONFLICT (subscription_id) DO UPDATE SET tier = EXCLUDED.tier, status = EXCLUDED.status,
        current_period_start = EXCLUDED.current_period_start, current_period_end = EXCLUDED.current_period_end,
-       last_event_created = EXCLUDED.last_event_created, updated_at = now()`,
-    [organisationId, row.tier, row.status, start, end, nowS()],
+       past_due_since = EXCLUDED.past_due_since, last_event_created = EXCLUDED.last_event_created,
+       deleted_event_created = EXCLUDED.deleted_event_created, updated_at = now()`,
+    [row.subscriptionId ?? `sub_test_${organisationId}`, organisationId, row.tier, row.status, start, end, pastDueSince, nowS(), row.deleted ?? false],
   );
 }
 

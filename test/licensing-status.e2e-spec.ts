@@ -156,32 +156,51 @@ describe('GET /api/licensing/status', () => {
     });
   });
 
-  describe('license row written by the webhook', () => {
+  describe('license derived from the subscriptions the webhook keeps', () => {
     const grace = 7 * DAY;
     it.each([
-      // status, current_period_end, is_active, is_expired, limits in force
-      ['active', 'period running', nowS() + 20 * DAY, true, false, PRO],
-      ['trialing', 'period running', nowS() + 20 * DAY, true, false, PRO],
-      ['past_due', 'period ended a day ago', nowS() - 1 * DAY, true, false, PRO],
+      // status, when it became past_due, is_active, is_expired, limits in force
+      ['active', 'period running', null, true, false, PRO],
+      ['trialing', 'period running', null, true, false, PRO],
+      ['past_due', 'since a day', nowS() - 1 * DAY, true, false, PRO],
       ['past_due', 'just inside grace', nowS() - grace + 120, true, false, PRO],
       ['past_due', 'just beyond grace', nowS() - grace - 120, false, true, FREE],
-      ['unpaid', 'period ended', nowS() - 2 * DAY, false, true, FREE],
-      ['incomplete_expired', 'never paid', nowS() + 20 * DAY, false, true, FREE],
-      ['canceled', 'before its deletion event', nowS() - 2 * DAY, false, true, FREE],
-      ['incomplete', 'first payment pending', nowS() + 20 * DAY, false, false, FREE],
-      ['paused', 'paused', nowS() + 20 * DAY, false, false, FREE],
-    ])('pro + %s (%s) → is_active %s, is_expired %s', async (subStatus, _label, periodEnd, active, expired, limits) => {
+      ['unpaid', 'period ended', null, false, true, FREE],
+      ['incomplete_expired', 'never paid', null, false, true, FREE],
+      ['canceled', 'before its deletion event', null, false, true, FREE],
+      ['paused', 'paused', null, false, true, FREE],
+    ])('pro + %s (%s) → is_active %s, is_expired %s', async (subStatus, _label, pastDueSince, active, expired, limits) => {
       const { org, user } = await memberOfNewOrg();
-      await setLicense(t, org.id, { tier: 'pro', status: subStatus as string, periodEnd: periodEnd as number });
+      // The provider moves the period forward at each renewal attempt: the period end says nothing of grace.
+      await setLicense(t, org.id, { tier: 'pro', status: subStatus as string, pastDueSince: pastDueSince as number | null });
       const res = await status(org.id, user.auth).expect(200);
       // A lapsed paid license still reports its paid tier, with the free limits in force.
       expect(res.body).toEqual(body('pro', active as boolean, expired as boolean, limits as typeof FREE));
     });
 
-    it('free after customer.subscription.deleted (status canceled) is active and not expired', async () => {
+    it('an incomplete subscription (first payment pending) grants nothing yet: still free and active', async () => {
       const { org, user } = await memberOfNewOrg();
-      await setLicense(t, org.id, { tier: 'free', status: 'canceled', periodEnd: nowS() - 30 * DAY });
+      await setLicense(t, org.id, { tier: 'pro', status: 'incomplete' });
       expect((await status(org.id, user.auth).expect(200)).body).toEqual(body('free', true, false, FREE));
+    });
+
+    it('free after customer.subscription.deleted is active and not expired', async () => {
+      const { org, user } = await memberOfNewOrg();
+      await setLicense(t, org.id, { tier: 'pro', status: 'canceled', periodEnd: nowS() - 30 * DAY, deleted: true });
+      expect((await status(org.id, user.auth).expect(200)).body).toEqual(body('free', true, false, FREE));
+    });
+
+    it('follows the best live subscription: the highest tier among the live ones, else the newest one', async () => {
+      const { org, user } = await memberOfNewOrg();
+      await setLicense(t, org.id, { tier: 'pro', status: 'active', subscriptionId: `sub_a_${org.id}` });
+      await setLicense(t, org.id, { tier: 'team', status: 'active', subscriptionId: `sub_b_${org.id}` });
+      expect((await status(org.id, user.auth).expect(200)).body.license).toEqual({ tier: 'team', is_active: true, is_expired: false });
+      // The team one lapses beyond grace: the live pro one decides.
+      await setLicense(t, org.id, { tier: 'team', status: 'past_due', pastDueSince: nowS() - 30 * DAY, subscriptionId: `sub_b_${org.id}` });
+      expect((await status(org.id, user.auth).expect(200)).body).toEqual(body('pro', true, false, PRO));
+      // Deleting the pro one leaves the lapsed team one: its tier, not active, expired.
+      await setLicense(t, org.id, { tier: 'pro', status: 'canceled', deleted: true, subscriptionId: `sub_a_${org.id}` });
+      expect((await status(org.id, user.auth).expect(200)).body).toEqual(body('team', false, true, FREE));
     });
 
     it('a tier no longer in the tier table is reported, with the free limits', async () => {
@@ -205,9 +224,9 @@ describe('GET /api/licensing/status', () => {
     it.each([
       ['2 minutes inside', nowS() - 2 * DAY + 120, true, false],
       ['2 minutes beyond', nowS() - 2 * DAY - 120, false, true],
-    ])('past_due %s a 2-day grace: is_active %s, is_expired %s', async (_label, periodEnd, active, expired) => {
+    ])('past_due %s a 2-day grace: is_active %s, is_expired %s', async (_label, pastDueSince, active, expired) => {
       const { org, user } = await memberOfNewOrg();
-      await setLicense(t, org.id, { tier: 'pro', status: 'past_due', periodEnd });
+      await setLicense(t, org.id, { tier: 'pro', status: 'past_due', pastDueSince });
       const res = await short.http().get('/api/licensing/status').query({ organisation_id: org.id }).set(user.auth).expect(200);
       expect(res.body.license).toEqual({ is_active: active, is_expired: expired, tier: 'pro' });
       // The same row under the default 7 days is still in grace.

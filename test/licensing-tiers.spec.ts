@@ -56,7 +56,7 @@ describe('TIERS_FILE', () => {
     expect(() => load(file)).toThrow(message);
   });
 
-  // Needs the build (`npx nest build`; npm test runs it first).
+  // Needs the build (`npm run build`; npm test runs it first).
   it('the service refuses to start on a bad TIERS_FILE, before touching any database', async () => {
     const main = join(ROOT, 'dist', 'src', 'main.js');
     expect(existsSync(main)).toBe(true);

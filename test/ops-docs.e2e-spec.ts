@@ -166,6 +166,25 @@ describe('OpenAPI document', () => {
     expect(problems).toEqual([]);
   });
 
+  it('gives every request body an example (the UI\'s "Try it out" starts from it)', () => {
+    const schemaOf = (s: any) => (s?.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s);
+    const bodies = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).flatMap(([method, operation]: [string, any]) =>
+        Object.entries(operation.requestBody?.content ?? {}).map(([type, media]: [string, any]) => ({ name: `${method.toUpperCase()} ${path} (${type})`, media })),
+      ),
+    );
+    expect(bodies.map((b) => b.name)).toEqual(expect.arrayContaining([expect.stringMatching(/^POST \/api\/billing\/checkout/)]));
+    const problems = bodies.flatMap(({ name, media }) => {
+      if (media.example !== undefined || media.examples) return [];
+      const schema = schemaOf(media.schema);
+      if (schema?.example !== undefined) return [];
+      const properties = Object.entries<any>(schema?.properties ?? {});
+      if (!properties.length) return [`${name} has no example`];
+      return properties.filter(([, p]) => schemaOf(p)?.example === undefined).map(([key]) => `${name}: ${key} has no example`);
+    });
+    expect(problems).toEqual([]);
+  });
+
   it('documents no route the app does not serve', () => {
     const served = new Set(registeredRoutes(t.app).map((r) => `${r.method} ${toOpenApiPath(r.path)}`));
     const ghosts = Object.entries(doc.paths).flatMap(([path, item]) =>

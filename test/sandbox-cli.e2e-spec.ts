@@ -1,8 +1,8 @@
-import { runCli } from './support/run-cli';
+import { cli } from './support/run-cli';
 import { createOrganisation, createUserWithSession, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
 import { freePort } from './support/free-port';
 
-/** `webhook:trigger` against a running service (the built CLI: `npm test` builds first). */
+/** `webhook:trigger` against a running service (the CLI's command line in-process; cli.e2e-spec.ts spawns it). */
 describe('webhook:trigger', () => {
   let t: TestApp;
   let url: string;
@@ -19,7 +19,7 @@ describe('webhook:trigger', () => {
     const owner = await createUserWithSession(t, { org: orgId, role: 'owner' });
     const license = async () =>
       (await t.http().get('/api/licensing/status').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body.license;
-    const trigger = (type: string, ...flags: string[]) => runCli(['webhook:trigger', type, '--org', orgId, '--url', url, ...flags], env);
+    const trigger = (type: string, ...flags: string[]) => cli(['webhook:trigger', type, '--org', orgId, '--url', url, ...flags], env);
 
     const created = await trigger('customer.subscription.created', '--tier', 'team');
     expect(created.stderr).toBe('');
@@ -43,7 +43,7 @@ describe('webhook:trigger', () => {
   it('exits non-zero with the answer when the service refuses the event (wrong secret), changing nothing', async () => {
     const orgId = (await createOrganisation(t)).id;
     const before = (await t.db.query(`SELECT count(*)::int AS n FROM webhook_events`))[0].n;
-    const res = await runCli(['webhook:trigger', 'customer.subscription.created', '--org', orgId, '--url', url], {
+    const res = await cli(['webhook:trigger', 'customer.subscription.created', '--org', orgId, '--url', url], {
       PAYPROVIDER_WEBHOOK_SECRET: 'whsec_not_the_service_secret',
     });
     expect(res.code).toBe(1);
@@ -54,7 +54,7 @@ describe('webhook:trigger', () => {
 
   it('exits non-zero when nothing listens at the URL', async () => {
     const port = await freePort();
-    const res = await runCli(
+    const res = await cli(
       ['webhook:trigger', 'invoice.payment_succeeded', '--org', '0b7c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11', '--url', `http://127.0.0.1:${port}/api/webhooks/payprovider`],
       env,
     );
@@ -71,7 +71,7 @@ describe('webhook:trigger', () => {
     [['webhook:trigger', 'customer.subscription.created', '--org', '0b7c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11', '--tier', 'free'], /--tier must be a paid tier/],
     [['webhook:trigger', 'customer.subscription.created', '--org', '0b7c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11', '--url', 'ftp://x'], /--url must be/],
   ])('%j is a usage error (exit 2), nothing sent', async (args, message) => {
-    const res = await runCli(args, env);
+    const res = await cli(args, env);
     expect(res.code).toBe(2);
     expect(res.stdout).toBe('');
     expect(res.stderr).toMatch(message);

@@ -113,9 +113,9 @@ describe('sandbox payment provider', () => {
   it('keeps a paid session when the webhook endpoint fails, and delivers the same events on retry', async () => {
     const { orgId, owner } = await ownerOfNewOrg();
     const s = await checkout(owner, { organisation_id: orgId, tier: 'enterprise' });
-    // The receiver's database refuses license writes: the endpoint answers 5xx, as in an outage.
+    // The receiver's database refuses subscription writes: the endpoint answers 5xx, as in an outage.
     await t.db.query(`CREATE FUNCTION sandbox_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by test'; END $$`);
-    await t.db.query(`CREATE TRIGGER sandbox_test_refuse BEFORE INSERT OR UPDATE ON licenses FOR EACH ROW EXECUTE FUNCTION sandbox_test_refuse()`);
+    await t.db.query(`CREATE TRIGGER sandbox_test_refuse BEFORE INSERT OR UPDATE ON provider_subscriptions FOR EACH ROW EXECUTE FUNCTION sandbox_test_refuse()`);
     try {
       const failed = await t.http().post(`${s.path}/pay`).type('form').send('').expect(502);
       expect(failed.text).toContain('Payment recorded, but the service was not notified');
@@ -125,7 +125,7 @@ describe('sandbox payment provider', () => {
       // The provider's side is paid either way.
       await t.http().get('/api/billing/session').set(owner.auth).query({ session_id: s.id }).expect(200);
     } finally {
-      await t.db.query(`DROP TRIGGER sandbox_test_refuse ON licenses`);
+      await t.db.query(`DROP TRIGGER sandbox_test_refuse ON provider_subscriptions`);
       await t.db.query(`DROP FUNCTION sandbox_test_refuse()`);
     }
     const retry = await t.http().post(`${s.path}/pay`).type('form').send('').expect(303);

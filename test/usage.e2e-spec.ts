@@ -167,7 +167,7 @@ describe('POST /api/licensing/usage', () => {
 
     it('a lapsed paid license (past_due beyond grace) enforces the free limits', async () => {
       const org = await newOrg();
-      await setLicense(t, org, { tier: 'pro', status: 'past_due', periodEnd: nowS() - 8 * DAY });
+      await setLicense(t, org, { tier: 'pro', status: 'past_due', pastDueSince: nowS() - 8 * DAY });
       await report({ organisation_id: org, metric: 'projects', amount: 3 }).expect(200);
       await report({ organisation_id: org, metric: 'projects', amount: 1 }).expect(402);
       await setLicense(t, org, { tier: 'pro', status: 'active' });

@@ -1,3 +1,4 @@
+import { licenseOf } from './support/license-state';
 import { createOrganisation, startTestApp, TestApp } from './support/test-app';
 import { invoiceObject, invoicePaidEvent, providerId, subscriptionEvent, subscriptionObject } from './support/provider-events';
 import { deliver } from './support/webhook-signing';
@@ -49,12 +50,11 @@ describe('webhook under concurrency: one effect per event, across instances', ()
       expect(row.attempts).toBe(6);
       expect(['processed', 'stale']).toContain(row.status);
     }
-    const [license] = await a.db.query(`SELECT tier, last_event_created FROM licenses WHERE organisation_id = $1`, [org]);
-    expect(license).toEqual({ tier: 'team', last_event_created: 200 });
+    expect(await licenseOf(a, org)).toMatchObject({ tier: 'team', last_event_created: 200 });
     expect(await count(`SELECT count(*)::int AS n FROM billing_history WHERE organisation_id = $1`, [org])).toBe(1);
   });
 
-  it('concurrent distinct events for one organisation serialise on its license row: the newest wins', async () => {
+  it('concurrent distinct events for one subscription take turns: the newest wins', async () => {
     const org = (await createOrganisation(a)).id;
     const id = providerId('sub');
     const customer = providerId('cus');
@@ -64,8 +64,7 @@ describe('webhook under concurrency: one effect per event, across instances', ()
     );
     const responses = await Promise.all(events.map((e, i) => deliver((i % 2 ? a : b).app.getHttpServer(), e)));
     expect(responses.every((r) => r.status === 200)).toBe(true);
-    const [license] = await a.db.query(`SELECT tier, current_period_start, last_event_created FROM licenses WHERE organisation_id = $1`, [org]);
-    expect(license).toEqual({ tier: tiers[11 % 3], current_period_start: 1011, last_event_created: 1011 });
+    expect(await licenseOf(a, org)).toMatchObject({ tier: tiers[11 % 3], current_period_start: 1011, last_event_created: 1011 });
   });
 
   it('an unmatched event racing the event that links its customer is never left behind', async () => {

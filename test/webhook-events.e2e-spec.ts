@@ -1,3 +1,4 @@
+import { licenseOf } from './support/license-state';
 import { webhookEvents } from '../src/ops/metrics';
 import { createOrganisation, startTestApp, TestApp } from './support/test-app';
 import {
@@ -20,14 +21,7 @@ describe('webhook events: effects', () => {
 
   const send = (event: object) => deliver(t.app.getHttpServer(), event);
   const newOrg = async () => (await createOrganisation(t)).id;
-  const license = async (orgId: string) => {
-    const [row] = await t.db.query(
-      `SELECT tier, subscription_id, subscription_status, current_period_start, current_period_end,
-              last_event_created, last_event_rank FROM licenses WHERE organisation_id = $1`,
-      [orgId],
-    );
-    return row;
-  };
+  const license = (orgId: string) => licenseOf(t, orgId);
   const ledger = async (id: string) => {
     const [row] = await t.db.query(`SELECT * FROM webhook_events WHERE id = $1`, [id]);
     return row;
@@ -44,8 +38,8 @@ describe('webhook events: effects', () => {
   describe('customer.subscription.created', () => {
     it('sets tier, subscription, status and period, links the customer, and records the event', async () => {
       const org = await newOrg();
-      const sub = subscriptionObject({ organisationId: org, tier: 'team', periodStart: 1_800_000_000, periodEnd: 1_802_592_000 });
-      const event = subscriptionEvent('created', sub, { created: 1_800_000_005 });
+      const sub = subscriptionObject({ organisationId: org, tier: 'team', periodStart: 1_790_000_000, periodEnd: 1_792_592_000 });
+      const event = subscriptionEvent('created', sub, { created: 1_790_000_005 });
       const before = (await webhookEvents.get()).values.find(
         (v) => v.labels.type === event.type && v.labels.outcome === 'processed',
       )?.value ?? 0;
@@ -54,17 +48,21 @@ describe('webhook events: effects', () => {
       expect(res.body).toEqual({ id: event.id, status: 'processed', reason: null });
       expect(await license(org)).toEqual({
         tier: 'team',
+        is_active: true,
+        is_expired: false,
         subscription_id: sub.id,
         subscription_status: 'active',
-        current_period_start: 1_800_000_000,
-        current_period_end: 1_802_592_000,
-        last_event_created: 1_800_000_005,
+        current_period_start: 1_790_000_000,
+        current_period_end: 1_792_592_000,
+        past_due_since: null,
+        last_event_created: 1_790_000_005,
         last_event_rank: 1,
+        deleted: false,
       });
       expect(await customerOf(org)).toBe(sub.customer);
       expect(await ledger(event.id)).toMatchObject({
         type: event.type,
-        created: 1_800_000_005,
+        created: 1_790_000_005,
         livemode: false,
         status: 'processed',
         reason: null,
@@ -72,8 +70,9 @@ describe('webhook events: effects', () => {
         customer_id: sub.customer,
         subscription_id: sub.id,
         attempts: 1,
-        payload: event,
       });
+      // The event as received, byte for byte.
+      expect(JSON.parse((await ledger(event.id)).payload)).toEqual(event);
 
       const after = (await webhookEvents.get()).values.find(
         (v) => v.labels.type === event.type && v.labels.outcome === 'processed',
@@ -110,16 +109,22 @@ describe('webhook events: effects', () => {
 
       const upgraded = { ...subscriptionObject({ ...sub, organisationId: org, tier: 'team', status: 'past_due', periodStart: 2000, periodEnd: 3000 }), id: sub.id, customer: sub.customer };
       await send(subscriptionEvent('updated', upgraded, { created: 1100 })).expect(200);
-      expect(await license(org)).toMatchObject({ tier: 'team', subscription_status: 'past_due', current_period_start: 2000, last_event_rank: 2 });
+      expect(await license(org)).toMatchObject({
+        tier: 'team',
+        subscription_status: 'past_due',
+        past_due_since: 1100,
+        current_period_start: 2000,
+        last_event_rank: 2,
+      });
 
       const deleted = subscriptionEvent('deleted', upgraded, { created: 1200 });
       expect((await send(deleted).expect(200)).body.status).toBe('processed');
       expect(await license(org)).toMatchObject({
         tier: 'free',
+        is_active: true,
+        is_expired: false,
         subscription_id: sub.id,
-        subscription_status: 'canceled',
-        current_period_start: null,
-        current_period_end: null,
+        deleted: true,
         last_event_created: 1200,
         last_event_rank: 3,
       });
@@ -142,18 +147,22 @@ describe('webhook events: effects', () => {
       expect((await ledger(old.id)).status).toBe('stale');
     });
 
-    it('a second subscription replaces the first; the first one ending later does not downgrade', async () => {
+    it('with two live subscriptions the license follows the best; deleting one keeps the other', async () => {
       const org = await newOrg();
       const customer = providerId('cus');
-      const first = subscriptionObject({ organisationId: org, customer, tier: 'pro' });
-      const second = subscriptionObject({ organisationId: org, customer, tier: 'team' });
+      const first = subscriptionObject({ organisationId: org, customer, tier: 'team' });
+      const second = subscriptionObject({ organisationId: org, customer, tier: 'pro' });
       await send(subscriptionEvent('created', first, { created: 100 })).expect(200);
       await send(subscriptionEvent('created', second, { created: 200 })).expect(200);
-      const update = await send(subscriptionEvent('updated', first, { created: 250 })).expect(200);
-      expect(update.body).toMatchObject({ status: 'stale', reason: "not the organisation's current subscription" });
-      const end = await send(subscriptionEvent('deleted', first, { created: 300 })).expect(200);
-      expect(end.body.status).toBe('stale');
-      expect(await license(org)).toMatchObject({ tier: 'team', subscription_id: second.id, subscription_status: 'active' });
+      // The newer subscription is of a lower tier: the team one still decides.
+      expect((await license(org)).tier).toBe('team');
+      // Ending the newer one (the double-billing case) keeps the older one's tier.
+      expect((await send(subscriptionEvent('deleted', second, { created: 300 })).expect(200)).body.status).toBe('processed');
+      expect(await license(org)).toMatchObject({ tier: 'team', is_active: true, subscription_id: first.id });
+      // Events of one subscription are ordered on their own: the first's update of second 250 still applies.
+      const update = await send(subscriptionEvent('updated', { ...first, status: 'past_due' }, { created: 250 })).expect(200);
+      expect(update.body.status).toBe('processed');
+      expect(await license(org)).toMatchObject({ tier: 'team', subscription_status: 'past_due', past_due_since: 250 });
     });
   });
 
@@ -206,13 +215,13 @@ describe('webhook events: effects', () => {
       expect(await billing(other)).toHaveLength(1);
     });
 
-    it('an invoice without amount_paid → 400 and stored failed, nothing recorded', async () => {
+    it('an invoice without amount_paid → 200, stored failed, nothing recorded', async () => {
       const org = await newOrg();
       const invoice = invoiceObject({ organisationId: org });
       delete invoice.amount_paid;
       const event = invoicePaidEvent(invoice);
-      const res = await send(event).expect(400);
-      expect(res.body.code).toBe('invoice_invalid');
+      const res = await send(event).expect(200);
+      expect(res.body).toMatchObject({ status: 'failed', reason: expect.stringMatching(/^invoice_invalid: .*amount_paid/) });
       expect(await ledger(event.id)).toMatchObject({ status: 'failed', reason: expect.stringMatching(/amount_paid/) });
       expect(await billing(org)).toHaveLength(0);
     });
@@ -235,22 +244,24 @@ describe('webhook events: effects', () => {
       expect(await billing(org)).toHaveLength(1);
     });
 
-    it('an unresolvable tier → 400, stored failed with the reason; a redelivery tries again', async () => {
+    it('an unresolvable tier of our organisation → 200, stored failed with the reason, logged at error level', async () => {
       const org = await newOrg();
       const event = subscriptionEvent('created', subscriptionObject({ organisationId: org, tier: 'gold' }));
-      const res = await send(event).expect(400);
-      expect(res.body).toEqual({ statusCode: 400, error: 'Bad Request', code: 'tier_unresolvable', message: expect.stringMatching(/"gold" is not a configured tier/) });
+      const res = await send(event).expect(200);
+      expect(res.body).toEqual({ id: event.id, status: 'failed', reason: expect.stringMatching(/^tier_unresolvable: .*"gold" is not a configured tier/) });
       expect(await ledger(event.id)).toMatchObject({ status: 'failed', reason: expect.stringMatching(/gold/), attempts: 1 });
-      await send(event).expect(400);
+      expect((await send(event).expect(200)).body.status).toBe('failed');
       expect(await ledger(event.id)).toMatchObject({ status: 'failed', attempts: 2 });
       expect(await license(org)).toBeUndefined();
       expect(await customerOf(org)).toBeNull();
+      const line = logLines.map((l) => JSON.parse(l)).find((l) => l.event_id === event.id);
+      expect(line).toMatchObject({ level: 50, outcome: 'failed' });
     });
 
-    it('a paid subscription to the free tier is refused the same way', async () => {
+    it('a paid subscription to the free tier fails the same way', async () => {
       const org = await newOrg();
-      const res = await send(subscriptionEvent('created', subscriptionObject({ organisationId: org, tier: 'free' }))).expect(400);
-      expect(res.body.code).toBe('tier_unresolvable');
+      const res = await send(subscriptionEvent('created', subscriptionObject({ organisationId: org, tier: 'free' }))).expect(200);
+      expect(res.body.reason).toMatch(/^tier_unresolvable: /);
     });
   });
 
@@ -279,7 +290,7 @@ describe('webhook events: effects', () => {
       expect(await customerOf(org)).toBe(customer);
     });
 
-    it('a metadata organisation id that names no organisation is noted and the event stays unmatched', async () => {
+    it('a metadata organisation id that names no organisation is noted; with our tier the event stays unmatched', async () => {
       const bogus = '00000000-0000-4000-8000-000000000000';
       const res = await send(subscriptionEvent('created', subscriptionObject({ organisationId: bogus }))).expect(200);
       expect(res.body).toMatchObject({ status: 'unmatched', reason: `metadata.organisation_id "${bogus}" names no organisation` });
@@ -287,16 +298,30 @@ describe('webhook events: effects', () => {
       expect(res2.body.status).toBe('unmatched');
     });
 
-    it('a customer linked to one organisation is not taken over by another', async () => {
+    it('metadata never moves a linked customer to another organisation: organisation_conflict, nothing changes', async () => {
       const a = await newOrg();
       const b = await newOrg();
       const customer = providerId('cus');
       await send(subscriptionEvent('created', subscriptionObject({ organisationId: a, customer }))).expect(200);
-      const res = await send(subscriptionEvent('created', subscriptionObject({ organisationId: b, customer, tier: 'team' }))).expect(200);
-      expect(res.body).toMatchObject({ status: 'processed', reason: `customer ${customer} stays linked to another organisation` });
+      const event = subscriptionEvent('created', subscriptionObject({ organisationId: b, customer, tier: 'team' }));
+      const res = await send(event).expect(200);
+      expect(res.body).toMatchObject({ status: 'failed', reason: expect.stringMatching(/^organisation_conflict: /) });
       expect(await customerOf(a)).toBe(customer);
       expect(await customerOf(b)).toBeNull();
-      expect((await license(b)).tier).toBe('team');
+      expect(await license(b)).toBeUndefined();
+      expect((await license(a)).tier).toBe('pro');
+    });
+
+    it('metadata never moves a linked subscription either', async () => {
+      const a = await newOrg();
+      const b = await newOrg();
+      const sub = subscriptionObject({ organisationId: a, tier: 'pro' });
+      await send(subscriptionEvent('created', sub, { created: 100 })).expect(200);
+      const moved = { ...sub, metadata: { organisation_id: b }, items: subscriptionObject({ tier: 'enterprise' }).items };
+      const res = await send(subscriptionEvent('updated', moved, { created: 200 })).expect(200);
+      expect(res.body.reason).toMatch(/^organisation_conflict: metadata.organisation_id names .* but the subscription is linked to/);
+      expect((await license(a)).tier).toBe('pro');
+      expect(await license(b)).toBeUndefined();
     });
   });
 });

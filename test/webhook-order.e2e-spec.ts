@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { licenseOf } from './support/license-state';
 import { createOrganisation, startTestApp, TestApp } from './support/test-app';
 import { providerId, subscriptionEvent, subscriptionObject } from './support/provider-events';
 import { deliver } from './support/webhook-signing';
@@ -65,11 +66,10 @@ describe('webhook ordering: the final license does not depend on delivery order'
       expect(res.status).toBe(200);
       expect(['processed', 'stale']).toContain(res.body.status);
     }
-    const [license] = await t.db.query(
-      `SELECT tier, subscription_id, subscription_status, current_period_start, current_period_end
-       FROM licenses WHERE organisation_id = $1`,
-      [org],
-    );
+    const { tier, subscription_id, subscription_status, current_period_start, current_period_end, deleted } = (await licenseOf(t, org))!;
+    const license = deleted
+      ? { tier, subscription_id, subscription_status: 'canceled', current_period_start: null, current_period_end: null }
+      : { tier, subscription_id, subscription_status, current_period_start, current_period_end };
     return { license, subscriptionId: id };
   }
 

@@ -19,7 +19,7 @@ describe('webhook when the database fails mid-delivery', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     proxy = await startTcpProxy(database.url);
-    t = await startTestApp({ databaseUrl: proxy.url, env: { DATABASE_QUERY_TIMEOUT_MS: '1000' } });
+    t = await startTestApp({ databaseUrl: proxy.url, env: { DATABASE_STATEMENT_TIMEOUT_MS: '800', DATABASE_QUERY_TIMEOUT_MS: '1000' } });
     direct = new Client({ connectionString: database.url });
     await direct.connect();
   });
@@ -92,18 +92,17 @@ describe('webhook when the database fails mid-delivery', () => {
     const event = invoicePaidEvent(invoiceObject({ organisationId: org, customer: `cus_outage_${org}` }));
     const blocker = await holdInvoiceMidway(org, event);
 
-    const started = Date.now();
     const pending = deliver(t.app.getHttpServer(), event).then((r) => r);
     await waitForLockWait();
     fail();
+    // "Quickly": the answer comes while the blocker still holds its lock (released only below), so it cannot
+    // have waited for the database; a hang would fail by this test's timeout. No stopwatch to flake.
     const res = await pending;
-    const elapsed = Date.now() - started;
     await blocker.release();
 
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ statusCode: 503, error: 'Service Unavailable', code: 'event_not_stored', message: expect.any(String) });
     expect(JSON.stringify(res.body)).not.toMatch(/ECONN|postgres|timeout|terminat/i);
-    expect(elapsed).toBeLessThan(5000);
     expect(await stored(event.id, org)).toEqual({ events: 0, billing: 0 });
 
     proxy.restore();
@@ -119,12 +118,10 @@ describe('webhook when the database fails mid-delivery', () => {
     const org = (await createOrganisation(t)).id;
     const event = invoicePaidEvent(invoiceObject({ organisationId: org, customer: `cus_outage_${org}` }));
     const blocker = await holdInvoiceMidway(org, event);
-    const started = Date.now();
+    // Answered while the blocker still holds the lock (released only after): the query timeout gave up.
     const res = await deliver(t.app.getHttpServer(), event);
-    const elapsed = Date.now() - started;
     await blocker.release();
     expect(res.status).toBe(503);
-    expect(elapsed).toBeLessThan(5000);
     expect(await stored(event.id, org)).toEqual({ events: 0, billing: 0 });
     expect((await retryUntilOk(event)).body.status).toBe('processed');
   }, 30_000);

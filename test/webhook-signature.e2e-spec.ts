@@ -18,7 +18,7 @@ describe('POST /api/webhooks/payprovider: signature verification', () => {
   const eventBody = () => JSON.stringify(subscriptionEvent('created', subscriptionObject({ organisationId: orgId })));
   const counts = async () => {
     const [row] = await t.db.query(
-      `SELECT (SELECT count(*) FROM webhook_events)::int AS events, (SELECT count(*) FROM licenses)::int AS licenses`,
+      `SELECT (SELECT count(*) FROM webhook_events)::int AS events, (SELECT count(*) FROM provider_subscriptions)::int AS subscriptions`,
     );
     return row;
   };
@@ -72,13 +72,18 @@ describe('POST /api/webhooks/payprovider: signature verification', () => {
     ['an event without id', JSON.stringify({ type: 'x.y', created: 1, data: { object: {} } })],
     ['an event without type', JSON.stringify({ id: 'evt_1', created: 1, data: { object: {} } })],
     ['an event without data.object', JSON.stringify({ id: 'evt_1', type: 'x.y', created: 1, data: {} })],
-    ['an event without created', JSON.stringify({ id: 'evt_1', type: 'x.y', data: { object: {} } })],
     ['a JSON array', '[1,2]'],
   ])('a correctly signed %s → 400 and nothing stored', async (_name, raw) => {
     const before = await counts();
     const res = await deliver(t.app.getHttpServer(), { body: raw }).expect(400);
     expect(res.body.code).toMatch(/^(invalid_event|invalid_json)$/);
     expect(await counts()).toEqual(before);
+  });
+
+  it('a correctly signed event without created is stored failed, not refused (the provider would retry it for days)', async () => {
+    const raw = JSON.stringify({ id: 'evt_no_created', type: 'customer.subscription.updated', data: { object: { id: 'sub_x' } } });
+    const res = await deliver(t.app.getHttpServer(), { body: raw }).expect(200);
+    expect(res.body).toEqual({ id: 'evt_no_created', status: 'failed', reason: 'invalid_event: the event has no valid created' });
   });
 
   it('an unsigned malformed body is refused too, and the route needs no session', async () => {

@@ -87,7 +87,7 @@ describe('signature verification (unit)', () => {
 });
 
 describe('tier resolution (unit)', () => {
-  const tiers = DEFAULT_TIERS;
+  const tiers = { tiers: DEFAULT_TIERS, providerPrices: {} };
   it.each<[string, Record<string, any>, object]>([
     ['price metadata', subscriptionObject({ tier: 'team' }), { tier: 'team' }],
     ['lookup key equal', subscriptionObject({ tierSource: 'lookup_key', lookupKey: 'enterprise' }), { tier: 'enterprise' }],
@@ -110,5 +110,16 @@ describe('tier resolution (unit)', () => {
     const sub = subscriptionObject({ tier: 'team', lookupKey: 'pro_monthly' });
     sub.metadata.tier = 'enterprise';
     expect(resolveTier(sub, tiers)).toEqual({ tier: 'team' });
+  });
+
+  it('a configured price id wins over price metadata (a plan switch in the portal changes the tier)', () => {
+    // The portal moved the item to the team price; the price's own metadata still says pro.
+    const sub = subscriptionObject({ tier: 'pro' });
+    sub.items.data[0].price.id = 'price_team_yearly';
+    const config = { tiers: DEFAULT_TIERS, providerPrices: { pro: ['price_pro'], team: ['price_team_monthly', 'price_team_yearly'] } };
+    expect(resolveTier(sub, config)).toEqual({ tier: 'team' });
+    // An unconfigured price falls back to the price's metadata.
+    sub.items.data[0].price.id = 'price_other';
+    expect(resolveTier(sub, config)).toEqual({ tier: 'pro' });
   });
 });

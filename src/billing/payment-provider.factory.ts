@@ -1,12 +1,19 @@
+import { Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { PaymentProvider } from './payment-provider.port';
 import { StripePaymentProvider } from './stripe.provider';
 
 /**
  * The one place that picks the adapter behind the PaymentProvider port. Without PAYPROVIDER_SECRET_KEY:
- * the built-in sandbox (SPEC 8), so that `npm start` sells on a laptop.
+ * the built-in sandbox (SPEC 8), so that `npm start` sells on a laptop. Production refuses to start that
+ * way unless PAYPROVIDER_SANDBOX=true (config), and then says so at every start.
  */
 export function createPaymentProvider(config: AppConfig, sandbox: PaymentProvider): PaymentProvider {
-  if (config.providerSecretKey) return new StripePaymentProvider(config);
+  if (config.provider === 'stripe') return new StripePaymentProvider(config);
+  if (config.nodeEnv === 'production') {
+    new Logger('PaymentProvider').warn(
+      'PAYPROVIDER_SANDBOX=true: the sandbox provider runs in production; anyone can "pay" for any tier',
+    );
+  }
   return sandbox;
 }

@@ -1,3 +1,5 @@
+import { ProviderEvent } from './provider-event';
+
 /**
  * The payment-provider port. Controllers and services depend on this abstract class (it is also the DI
  * token); one adapter wraps the provider's official SDK, another is the built-in sandbox. No SDK type
@@ -44,6 +46,8 @@ export class PaymentProviderError extends Error {
   constructor(
     readonly kind: PaymentProviderErrorKind,
     message: string,
+    /** The request parameter the provider blamed (e.g. `customer` for a customer it does not know). */
+    readonly param?: string,
   ) {
     super(message);
   }
@@ -66,4 +70,17 @@ export abstract class PaymentProvider {
 
   /** Throws PaymentProviderError('not_found') for a customer the provider does not know. */
   abstract createPortalSession(customerId: string, returnUrl: string): Promise<{ url: string }>;
+
+  /**
+   * The subscription as the provider has it now, in the provider's own JSON shape (what a
+   * `customer.subscription.*` event carries as `data.object`). Throws PaymentProviderError('not_found')
+   * for an id it does not know.
+   */
+  abstract retrieveSubscription(subscriptionId: string): Promise<Record<string, any>>;
+
+  /**
+   * Every event of these types created at or after `createdGte` (Unix seconds) that the provider still
+   * keeps (30 days), all pages, in the provider's own shape.
+   */
+  abstract listEvents(types: readonly string[], createdGte: number): Promise<ProviderEvent[]>;
 }

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { AppException } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig } from '../config/app-config';
@@ -10,6 +10,8 @@ import { providerFailure } from './provider-failure';
 /** GET /api/billing/portal: a provider-hosted page where an owner or admin manages the subscription. */
 @Injectable()
 export class PortalService {
+  private readonly logger = new Logger('Portal');
+
   constructor(
     private readonly provider: PaymentProvider,
     private readonly identity: IdentityService,
@@ -24,8 +26,12 @@ export class PortalService {
     try {
       return await this.provider.createPortalSession(customerId, new URL('/billing', this.config.appUrl).href);
     } catch (err) {
-      // The provider no longer knows the customer (deleted there): for us that is no customer record either.
-      if (err instanceof PaymentProviderError && err.kind === 'not_found') throw noCustomer();
+      // The provider no longer knows the customer (deleted there, or a test-mode id after switching to a live
+      // key): for us that is no customer record either. The next checkout creates a new one.
+      if (err instanceof PaymentProviderError && err.kind === 'not_found') {
+        this.logger.warn({ msg: 'the payment provider does not know the stored customer', organisationId: orgId, customerId });
+        throw noCustomer();
+      }
       throw providerFailure(err);
     }
   }

@@ -9,6 +9,8 @@ export const EVENT_TYPES = {
   subscriptionUpdated: 'customer.subscription.updated',
   subscriptionDeleted: 'customer.subscription.deleted',
   invoicePaymentSucceeded: 'invoice.payment_succeeded',
+  invoicePaid: 'invoice.paid',
+  customerDeleted: 'customer.deleted',
 } as const;
 
 export type EventType = (typeof EVENT_TYPES)[keyof typeof EVENT_TYPES];

@@ -2,46 +2,185 @@ import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { preparedQuery } from '../database/prepared';
 
+/** Statuses in which a subscription still bills (or is about to): a second checkout would pay twice. */
+export const BILLING_STATUSES = ['active', 'trialing', 'past_due', 'unpaid', 'incomplete'] as const;
+
+/** A stored subscription, as far as event handling needs it. */
 export interface KnownSubscription {
   organisationId: string;
+  customerId: string | null;
+  tier: string | null;
+  status: string | null;
+  pastDueSince: number | null;
+  lastEventCreated: number | null;
+  lastEventRank: number | null;
   /** A `customer.subscription.deleted` event was applied: deleted for good. */
   deleted: boolean;
 }
 
+/** What a subscription event says about its subscription. */
+export interface SubscriptionChange {
+  kind: 'created' | 'updated' | 'deleted';
+  /** The event's `created` and rank (created 1 < updated 2 < deleted 3). */
+  created: number;
+  rank: number;
+  /** The resolved paid tier; undefined keeps the stored one (a deletion needs none). */
+  tier?: string;
+  status: string | null;
+  periodStart: number | null;
+  periodEnd: number | null;
+}
+
+/** What the reconciliation compares with the provider. */
+export interface DriftState {
+  tier: string | null;
+  status: string | null;
+  periodStart: number | null;
+  periodEnd: number | null;
+}
+
+export type ApplyResult =
+  | { outcome: 'applied' }
+  | { outcome: 'stale'; reason: string }
+  /** An `.updated` with the same `created` as the last one applied: ask the provider which is current. */
+  | { outcome: 'tie' };
+
 /**
- * The provider subscriptions tied to an organisation (table provider_subscriptions). Lets events without
- * metadata find their organisation, and remembers deletions: a deleted subscription never comes back.
- * Every method runs in the caller's transaction (`manager`).
+ * The provider subscriptions tied to an organisation (table provider_subscriptions), each with its state
+ * in event order. Only this class writes the table; the license is derived from it (see subscriptionSql).
+ * Every method runs in the caller's transaction (`manager`); the webhook holds the subscription id's
+ * advisory lock meanwhile, so events of one subscription take turns across instances.
  */
 @Injectable()
 export class ProviderSubscriptions {
   async find(manager: EntityManager, subscriptionId: string): Promise<KnownSubscription | undefined> {
     const [row] = await preparedQuery(
       manager,
-      `SELECT organisation_id, deleted_event_created IS NOT NULL AS deleted FROM provider_subscriptions
-       WHERE subscription_id = $1`,
+      `SELECT organisation_id, customer_id, tier, status, past_due_since, last_event_created, last_event_rank,
+              deleted_event_created IS NOT NULL AS deleted
+       FROM provider_subscriptions WHERE subscription_id = $1`,
       [subscriptionId],
     );
-    return row && { organisationId: row.organisation_id, deleted: row.deleted };
-  }
-
-  /** Ties the subscription to the organisation; the first link wins, a linked subscription never moves. */
-  async link(manager: EntityManager, subscriptionId: string, organisationId: string, customerId: string | undefined): Promise<void> {
-    await preparedQuery(
-      manager,
-      `INSERT INTO provider_subscriptions (subscription_id, organisation_id, customer_id) VALUES ($1, $2, $3)
-       ON CONFLICT (subscription_id) DO NOTHING`,
-      [subscriptionId, organisationId, customerId ?? null],
+    return (
+      row && {
+        organisationId: row.organisation_id,
+        customerId: row.customer_id,
+        tier: row.tier,
+        status: row.status,
+        pastDueSince: row.past_due_since,
+        lastEventCreated: row.last_event_created,
+        lastEventRank: row.last_event_rank,
+        deleted: row.deleted,
+      }
     );
   }
 
-  /** Records the deletion (the first deletion event's `created` is kept). */
-  async markDeleted(manager: EntityManager, subscriptionId: string, eventCreated: number): Promise<void> {
+  /**
+   * Applies one subscription event in order: an event older than the last one applied (by `created`, then
+   * created < updated < deleted) is stale; a deletion is terminal and applies whatever was seen before;
+   * a deleted subscription never comes back; two `.updated` of the same second are a tie for the caller
+   * to settle (`force` then applies what the provider says now). `past_due_since` is the `created` of the
+   * first event showing past_due after another status: later retries do not restart grace.
+   */
+  async apply(
+    manager: EntityManager,
+    subscription: { id: string; organisationId: string; customerId: string | undefined },
+    known: KnownSubscription | undefined,
+    change: SubscriptionChange,
+    force = false,
+  ): Promise<ApplyResult> {
+    if (known?.deleted) {
+      return { outcome: 'stale', reason: `subscription ${subscription.id} was ${change.kind === 'deleted' ? 'already ' : ''}deleted` };
+    }
+    if (!force && known && change.kind !== 'deleted' && known.lastEventCreated !== null) {
+      const last = { created: known.lastEventCreated, rank: known.lastEventRank ?? 0 };
+      if (change.created < last.created || (change.created === last.created && change.rank < last.rank)) {
+        return { outcome: 'stale', reason: 'older than the last event applied to this subscription' };
+      }
+      if (change.created === last.created && change.rank === last.rank && change.kind === 'updated') return { outcome: 'tie' };
+    }
+    const pastDueSince =
+      change.status !== 'past_due' ? null : known?.status === 'past_due' && known.pastDueSince !== null ? known.pastDueSince : change.created;
     await preparedQuery(
       manager,
-      `UPDATE provider_subscriptions SET deleted_event_created = COALESCE(deleted_event_created, $2)
+      `INSERT INTO provider_subscriptions AS s (subscription_id, organisation_id, customer_id, tier, status,
+         current_period_start, current_period_end, past_due_since, last_event_created, last_event_rank,
+         deleted_event_created)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $11 THEN $9::bigint END)
+       ON CONFLICT (subscription_id) DO UPDATE SET
+         tier = COALESCE(EXCLUDED.tier, s.tier), status = EXCLUDED.status,
+         current_period_start = EXCLUDED.current_period_start, current_period_end = EXCLUDED.current_period_end,
+         past_due_since = EXCLUDED.past_due_since,
+         last_event_created = GREATEST(s.last_event_created, EXCLUDED.last_event_created),
+         last_event_rank = CASE WHEN EXCLUDED.last_event_created >= s.last_event_created OR s.last_event_created IS NULL
+                                THEN EXCLUDED.last_event_rank ELSE s.last_event_rank END,
+         deleted_event_created = EXCLUDED.deleted_event_created, updated_at = now()`,
+      [
+        subscription.id,
+        subscription.organisationId,
+        subscription.customerId ?? null,
+        change.tier ?? null,
+        change.status,
+        change.periodStart,
+        change.periodEnd,
+        pastDueSince,
+        change.created,
+        change.rank,
+        change.kind === 'deleted',
+      ],
+    );
+    return { outcome: 'applied' };
+  }
+
+  /** Every subscription not deleted, for the reconciliation to compare with the provider. */
+  async listNotDeleted(manager: EntityManager): Promise<{ id: string; organisationId: string; customerId: string | null }[]> {
+    const rows = await manager.query(
+      `SELECT subscription_id, organisation_id, customer_id FROM provider_subscriptions
+       WHERE deleted_event_created IS NULL ORDER BY subscription_id`,
+    );
+    return rows.map((r: Record<string, string>) => ({ id: r.subscription_id, organisationId: r.organisation_id, customerId: r.customer_id }));
+  }
+
+  /**
+   * Brings a subscription to what the provider says now (the reconciliation found it drifted). `asOf` (now)
+   * becomes its last event time, so an older event arriving later cannot undo the correction. A
+   * subscription the provider has canceled is deleted here too. Answers the state before and after when
+   * something changed, else undefined.
+   */
+  async correct(
+    manager: EntityManager,
+    subscriptionId: string,
+    now: { tier?: string; status: string | null; periodStart: number | null; periodEnd: number | null },
+    asOf: number,
+  ): Promise<{ before: DriftState; after: DriftState } | undefined> {
+    const [row] = await manager.query(
+      `SELECT tier, status, current_period_start, current_period_end, past_due_since FROM provider_subscriptions
+       WHERE subscription_id = $1 AND deleted_event_created IS NULL`,
+      [subscriptionId],
+    );
+    if (!row) return undefined;
+    const before: DriftState = { tier: row.tier, status: row.status, periodStart: row.current_period_start, periodEnd: row.current_period_end };
+    const after: DriftState = { tier: now.tier ?? row.tier, status: now.status, periodStart: now.periodStart, periodEnd: now.periodEnd };
+    if (JSON.stringify(before) === JSON.stringify(after)) return undefined;
+    const pastDueSince = after.status !== 'past_due' ? null : before.status === 'past_due' ? (row.past_due_since ?? asOf) : asOf;
+    await manager.query(
+      `UPDATE provider_subscriptions SET tier = $2, status = $3, current_period_start = $4, current_period_end = $5,
+         past_due_since = $6, last_event_created = GREATEST(last_event_created, $7), last_event_rank = 2,
+         deleted_event_created = CASE WHEN $3 = 'canceled' THEN $7::bigint END, updated_at = now()
        WHERE subscription_id = $1`,
-      [subscriptionId, eventCreated],
+      [subscriptionId, after.tier, after.status, after.periodStart, after.periodEnd, pastDueSince, asOf],
     );
+    return { before, after };
+  }
+
+  /** The organisation's subscription that still bills, if any (for checkout: one at a time). */
+  async billingSubscriptionOf(organisationId: string, manager: EntityManager): Promise<{ id: string; status: string } | undefined> {
+    const [row] = await manager.query(
+      `SELECT subscription_id, status FROM provider_subscriptions
+       WHERE organisation_id = $1 AND deleted_event_created IS NULL AND status = ANY($2)
+       ORDER BY last_event_created DESC NULLS LAST LIMIT 1`,
+      [organisationId, BILLING_STATUSES],
+    );
+    return row && { id: row.subscription_id, status: row.status };
   }
 }

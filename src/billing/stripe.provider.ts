@@ -9,6 +9,7 @@ import {
   PaymentProviderError,
   PaymentProviderErrorKind,
 } from './payment-provider.port';
+import { ProviderEvent } from './provider-event';
 
 /**
  * The payment-provider port over the official `stripe` SDK: the only file that calls the provider's API.
@@ -81,6 +82,25 @@ export class StripePaymentProvider extends PaymentProvider {
     });
   }
 
+  retrieveSubscription(subscriptionId: string): Promise<Record<string, any>> {
+    return this.call('subscription.retrieve', async () => {
+      // The SDK's object is the API's JSON (plus a lastResponse property): hand on a plain copy.
+      const { lastResponse: _, ...subscription } = await this.stripe.subscriptions.retrieve(subscriptionId);
+      return subscription as Record<string, any>;
+    });
+  }
+
+  listEvents(types: readonly string[], createdGte: number): Promise<ProviderEvent[]> {
+    return this.call('event.list', async () => {
+      const events: ProviderEvent[] = [];
+      // The SDK's auto-pagination follows has_more with starting_after; 100 is the largest page.
+      for await (const event of this.stripe.events.list({ types: [...types], created: { gte: createdGte }, limit: 100 })) {
+        events.push(event as unknown as ProviderEvent);
+      }
+      return events;
+    });
+  }
+
   /** Times the call, maps failures onto the port's error kinds, and logs what an operator needs. */
   private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     const started = process.hrtime.bigint();
@@ -120,7 +140,7 @@ export function toPortError(err: unknown): PaymentProviderError {
   if (!(err instanceof Stripe.errors.StripeError)) {
     return new PaymentProviderError('unavailable', err instanceof Error ? err.message : String(err));
   }
-  return new PaymentProviderError(kindOf(err), err.message);
+  return new PaymentProviderError(kindOf(err), err.message, err.param);
 }
 
 function kindOf(err: InstanceType<typeof Stripe.errors.StripeError>): PaymentProviderErrorKind {

@@ -1,4 +1,5 @@
 import { INestApplicationContext } from '@nestjs/common';
+import type { AppConfig } from '../config/app-config';
 
 export type Flags = Record<string, string | true>;
 
@@ -7,7 +8,8 @@ export interface CliCommand {
   usage: string;
   /** Commands that talk to a running server over HTTP need no database of their own. */
   needsDatabase?: boolean;
-  run(app: INestApplicationContext | undefined, flags: Flags, args: string[]): Promise<object>;
+  /** `config` is the CLI's own (its environment), also for commands that need no database. */
+  run(app: INestApplicationContext | undefined, flags: Flags, args: string[], config: AppConfig): Promise<object>;
 }
 
 export class CliUsageError extends Error {}

@@ -1,10 +1,11 @@
 import { DataSource } from 'typeorm';
 import { EventDispatcher } from '../webhook/event-dispatcher';
 import { listEvents } from '../webhook/event-ledger';
+import { EVENT_RETENTION_DAYS, ProviderSync } from '../webhook/provider-sync.service';
 import { LEDGER_STATUSES, LedgerStatus } from '../webhook/webhook-event.entity';
 import { CliCommand, CliUsageError, optionalFlag, requireFlag } from './cli-command';
 
-/** events:list and events:replay (the webhook event ledger). */
+/** events:list and events:replay (the webhook event ledger), provider:sync (the reconciliation). */
 export const eventCommands: Record<string, CliCommand> = {
   'events:list': {
     usage: `events:list [--status ${LEDGER_STATUSES.join('|')}] [--limit N]`,
@@ -26,6 +27,17 @@ export const eventCommands: Record<string, CliCommand> = {
     async run(app, flags) {
       const { id, status, reason } = await app!.get(EventDispatcher).replay(requireFlag(flags, 'id'));
       return { id, status, reason };
+    },
+  },
+  'provider:sync': {
+    usage: `provider:sync [--since DAYS]`,
+    async run(app, flags) {
+      const since = optionalFlag(flags, 'since') ?? String(EVENT_RETENTION_DAYS);
+      if (!/^[1-9]\d{0,2}$/.test(since) || Number(since) > EVENT_RETENTION_DAYS) {
+        throw new CliUsageError(`--since must be a whole number of days from 1 to ${EVENT_RETENTION_DAYS} (the provider keeps ${EVENT_RETENTION_DAYS})`);
+      }
+      // A provider that cannot be reached throws: non-zero exit, what was applied stays applied.
+      return app!.get(ProviderSync).run(Number(since));
     },
   },
 };

@@ -1,5 +1,4 @@
 import { EVENT_TYPES as TYPES } from '../billing/provider-event';
-import { loadConfig } from '../config/app-config';
 import { isPaidTier, paidTiers } from '../config/tiers';
 import {
   addMonth,
@@ -13,7 +12,14 @@ import {
 } from '../billing/sandbox/provider-events';
 import { CliCommand, CliUsageError, optionalFlag, requireFlag } from './cli-command';
 
-const EVENT_TYPES: string[] = Object.values(TYPES);
+// The events a checkout, the portal and a renewal send (what the sandbox sends too).
+const EVENT_TYPES: string[] = [
+  TYPES.subscriptionCreated,
+  TYPES.subscriptionUpdated,
+  TYPES.subscriptionDeleted,
+  TYPES.invoicePaymentSucceeded,
+  TYPES.invoicePaid,
+];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -36,7 +42,7 @@ export function triggerEvent(type: string, organisationId: string, tier: string)
     periodEnd: addMonth(now),
     canceledAt: type === TYPES.subscriptionDeleted ? now : null,
   };
-  if (type !== TYPES.invoicePaymentSucceeded) return eventEnvelope(type, subscriptionObject(sub), now);
+  if (type !== TYPES.invoicePaymentSucceeded && type !== TYPES.invoicePaid) return eventEnvelope(type, subscriptionObject(sub), now);
   const invoice = invoiceObject({
     id: randomId('in_trigger_'),
     customerId: sub.customerId,
@@ -58,8 +64,7 @@ export const webhookTriggerCommands: Record<string, CliCommand> = {
   'webhook:trigger': {
     usage: `webhook:trigger <${EVENT_TYPES.join('|')}> --org ID [--tier TIER] [--url URL]`,
     needsDatabase: false,
-    async run(_app, flags, args) {
-      const config = loadConfig(process.env);
+    async run(_app, flags, args, config) {
       const [type] = args;
       if (!type || !EVENT_TYPES.includes(type)) throw new CliUsageError(`event type must be one of ${EVENT_TYPES.join(', ')}`);
       const org = requireFlag(flags, 'org');

@@ -8,6 +8,8 @@ export const ERROR_CODES = {
   bad_request: [400, 'The request is malformed.'],
   error: [400, 'Another client error raised by the HTTP layer; the status says which.'],
   invalid_json: [400, 'The body is not valid JSON.'],
+  json_too_deep: [400, 'The JSON body is nested deeper than 64 levels (not checked on the webhook route).'],
+  nul_character: [400, 'A query value, path segment or JSON string holds a NUL character (%00, \\u0000).'],
   validation_failed: [400, 'A parameter or body field is missing, of the wrong type, or out of range (one line per failed rule).'],
   session_id_required: [400, 'GET /api/billing/session without session_id.'],
   invalid_session_id: [400, 'session_id does not look like a checkout session id (cs_…).'],
@@ -45,17 +47,21 @@ export const ERROR_CODES = {
   no_customer: [404, 'The organisation has no customer record with the payment provider.'],
   event_not_found: [404, 'No webhook event with that id in the ledger.'],
   method_not_allowed: [405, 'The route does not take this method.'],
+  request_timeout: [408, 'The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.'],
   // 409: conflicts with what is stored.
   email_taken: [409, 'A user with that email already exists.'],
   idempotency_key_reused: [409, 'The idempotency key was already used for a different report.'],
+  subscription_exists: [409, 'The organisation already has a live subscription: change the plan in the billing portal.'],
   payload_too_large: [413, 'The body is larger than 1 MiB.'],
   unsupported_media_type: [415, 'The body has a content type the route does not take.'],
+  headers_too_large: [431, 'The request headers are larger than 16 KiB; the connection is closed.'],
   too_many_requests: [429, 'Too many requests.'],
   // 5xx: ours or a dependency's; details only in the log, under the request id.
   internal_error: [500, 'Something went wrong on our side.'],
   payment_provider_error: [500, 'The payment provider failed or could not be reached.'],
   service_unavailable: [503, 'The service is temporarily unavailable.'],
   database_unavailable: [503, 'The database is unreachable.'],
+  database_timeout: [503, 'The database did not answer within DATABASE_STATEMENT_TIMEOUT_MS; the work was rolled back. Retry.'],
   event_not_stored: [503, 'The webhook event could not be stored; the provider retries it.'],
 } as const satisfies Record<string, readonly [number, string]>;
 

@@ -66,6 +66,11 @@ export function toErrorBody(exception: unknown): ErrorBody {
     const message = typeof response === 'string' ? response : (response as { message?: unknown }).message;
     return shape(status, DEFAULT_CODES[status] ?? 'error', typeof message === 'string' ? message : exception.message);
   }
+  const timeout = databaseTimeout(exception);
+  if (timeout === 'server') {
+    return shape(503, 'database_timeout', 'The database did not answer in time; nothing was changed. Try again shortly.');
+  }
+  if (timeout === 'client') return shape(503, 'database_unavailable', 'The database did not answer. Try again shortly.');
   const status = httpStatusOf(exception);
   if (status === 413) return shape(413, 'payload_too_large', 'The request body is larger than 1 MiB.');
   if (status === 400 && (exception as { type?: string }).type === 'entity.parse.failed') {
@@ -77,6 +82,22 @@ export function toErrorBody(exception: unknown): ErrorBody {
 
 function shape(statusCode: number, code: ErrorCode, message: string): ErrorBody {
   return { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message, code };
+}
+
+/** The error shape, for answers written outside Express (ops/http-server.ts). */
+export const errorBody = shape;
+
+/**
+ * 'server': PostgreSQL cancelled a statement at DATABASE_STATEMENT_TIMEOUT_MS (57014) or a lock wait at its
+ * lock_timeout (55P03), rolling its transaction back. 'client': the backstop, node-postgres stopped waiting
+ * (DATABASE_QUERY_TIMEOUT_MS) for a database that did not answer at all. Both transient: 503, so a client
+ * retries; only the first may promise that nothing was changed.
+ */
+function databaseTimeout(exception: unknown): 'server' | 'client' | undefined {
+  const e = exception as { code?: unknown; message?: unknown; driverError?: { code?: unknown; message?: unknown } } | null;
+  const code = e?.driverError?.code ?? e?.code;
+  if (code === '57014' || code === '55P03') return 'server';
+  return (e?.driverError?.message ?? e?.message) === 'Query read timeout' ? 'client' : undefined;
 }
 
 function genericMessage(status: number): string {

@@ -13,6 +13,10 @@ const REDACT = [
   '*.password',
 ];
 
+// Nest's start-up chatter (one line per module and per route, ~35 in all): kept, but at debug level, so that
+// `npm start` shows what a person needs (database, payments, where it listens) and LOG_LEVEL=debug shows the rest.
+const FRAMEWORK_STARTUP = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
+
 export function createLogger(level: string): Logger {
   return pino({ level, redact: { paths: REDACT, censor: '[redacted]' }, base: undefined });
 }
@@ -22,7 +26,7 @@ export class PinoNestLogger implements LoggerService {
   constructor(private readonly logger: Logger) {}
 
   log(message: unknown, context?: string) {
-    this.write('info', message, context);
+    this.write(context && FRAMEWORK_STARTUP.has(context) ? 'debug' : 'info', message, context);
   }
   error(message: unknown, traceOrContext?: string, context?: string) {
     // Nest calls error(message, stack, context) or error(message, context).

@@ -12,22 +12,40 @@ export class AppConfig {
   readonly port: number;
   /** Unset: the embedded PostgreSQL is used (see database/embedded-postgres.ts). */
   readonly databaseUrl?: string;
+  /**
+   * PostgreSQL itself, for migrations and anything that needs a session (DATABASE_DIRECT_URL) when
+   * `databaseUrl` goes through a pooler. Unset: `databaseUrl`.
+   */
+  readonly databaseDirectUrl?: string;
   readonly databasePoolSize: number;
-  /** How long a query may take before it fails, so a stuck database answers 5xx instead of hanging. */
+  /** Server side: the longest any statement may run; it is then cancelled and its transaction rolled back. */
+  readonly databaseStatementTimeoutMs: number;
+  /** Client side: a backstop above the statement timeout, for a database that does not answer at all. */
   readonly databaseQueryTimeoutMs: number;
-  readonly embeddedPostgresPort: number;
+  /** Named prepared statements (planned once per connection); off behind a pooler in transaction mode. */
+  readonly databaseNamedStatements: boolean;
+  /** How long a start waits for another instance's migrations. */
+  readonly migrationLockTimeoutS: number;
+  /** A request whose headers and body have not arrived after this long is answered 408 and its socket closed. */
+  readonly requestTimeoutS: number;
+  /** EMBEDDED_POSTGRES_PORT; unset: the port recorded in DATA_DIR by the last start, else 54329. */
+  readonly embeddedPostgresPort?: number;
   readonly dataDir: string;
   readonly logLevel: string;
   readonly webhookSecrets: string[];
   /** True when the secret was generated for this laptop rather than configured. */
   readonly webhookSecretGenerated: boolean;
+  /** True only when this very load generated it (the first start on this machine): then it is shown once. */
+  readonly webhookSecretCreated: boolean;
   readonly webhookToleranceS: number;
   readonly providerSecretKey?: string;
+  /** Which payment provider runs: the real one (PAYPROVIDER_SECRET_KEY) or the built-in sandbox. */
+  readonly provider: 'stripe' | 'sandbox';
   readonly providerApiUrl: URL;
   /** Per-attempt timeout of a call to the provider (the SDK retries twice), capped at 10 s. */
   readonly providerTimeoutMs: number;
-  /** Tier name → provider price id, from PAYPROVIDER_PRICE_<TIER>. */
-  readonly providerPrices: Record<string, string>;
+  /** Tier name → its provider price ids, from PAYPROVIDER_PRICE_<TIER> (comma-separated; the first is sold). */
+  readonly providerPrices: Record<string, string[]>;
   readonly appUrl: URL;
   /** Where a person's browser reaches this service (the sandbox's pages); unset: http://localhost:<port>. */
   readonly publicUrl?: URL;
@@ -36,6 +54,8 @@ export class AppConfig {
   readonly serviceApiKeys: string[];
   readonly gracePeriodDays: number;
   readonly metricsToken?: string;
+  /** Run the provider reconciliation this often (one instance at a time); unset: only by CLI. */
+  readonly providerSyncIntervalS?: number;
 }
 
 export class ConfigError extends Error {}
@@ -51,16 +71,19 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const config: AppConfig = {
     nodeEnv,
     port: int(env, 'PORT', 3000, 0, 65535),
-    databaseUrl: databaseUrl(env),
+    ...database(env),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
-    databaseQueryTimeoutMs: int(env, 'DATABASE_QUERY_TIMEOUT_MS', 5000, 100, 600_000),
-    embeddedPostgresPort: int(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1, 65535),
+    migrationLockTimeoutS: int(env, 'MIGRATION_LOCK_TIMEOUT_S', 300, 1, 86_400),
+    requestTimeoutS: int(env, 'REQUEST_TIMEOUT_S', 30, 1, 3600),
+    embeddedPostgresPort: nonEmpty(env.EMBEDDED_POSTGRES_PORT) === undefined ? undefined : int(env, 'EMBEDDED_POSTGRES_PORT', 0, 1, 65535),
     dataDir,
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     webhookSecrets: secret.secrets,
     webhookSecretGenerated: secret.generated,
+    webhookSecretCreated: secret.created,
     webhookToleranceS: int(env, 'PAYPROVIDER_WEBHOOK_TOLERANCE_S', 300, 1, 86_400),
     providerSecretKey: nonEmpty(env.PAYPROVIDER_SECRET_KEY),
+    provider: provider(env, nodeEnv),
     providerApiUrl: url(env, 'PAYPROVIDER_API_URL', 'https://api.stripe.com'),
     providerTimeoutMs: int(env, 'PAYPROVIDER_TIMEOUT_MS', 10_000, 50, 10_000),
     providerPrices: providerPrices(env, tiers),
@@ -71,6 +94,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     serviceApiKeys: list(env.SERVICE_API_KEYS),
     gracePeriodDays: int(env, 'GRACE_PERIOD_DAYS', 7, 0, 365),
     metricsToken: nonEmpty(env.METRICS_TOKEN),
+    providerSyncIntervalS: nonEmpty(env.PROVIDER_SYNC_INTERVAL_S) === undefined ? undefined : int(env, 'PROVIDER_SYNC_INTERVAL_S', 0, 10, 86_400),
   };
   return Object.assign(new AppConfig(), config);
 }
@@ -133,8 +157,44 @@ function origin(env: Env, name: string, fallback: string): URL {
   return parsed;
 }
 
-function databaseUrl(env: Env): string | undefined {
-  const raw = nonEmpty(env.DATABASE_URL);
+type DatabaseSettings = Pick<
+  AppConfig,
+  'databaseUrl' | 'databaseDirectUrl' | 'databaseStatementTimeoutMs' | 'databaseQueryTimeoutMs' | 'databaseNamedStatements'
+>;
+
+/**
+ * The database URLs and timeouts. A DATABASE_DIRECT_URL other than DATABASE_URL says that DATABASE_URL
+ * goes through a pooler, so statements are unnamed unless DATABASE_NAMED_STATEMENTS=true says the pooler
+ * keeps them (PgBouncer 1.21+ with max_prepared_statements). The client-side query timeout must stay
+ * above the server-side statement timeout: the server then always gives up first and rolls back, so a
+ * failed request has changed nothing.
+ */
+function database(env: Env): DatabaseSettings {
+  const databaseUrl = postgresUrl(env, 'DATABASE_URL');
+  const databaseDirectUrl = postgresUrl(env, 'DATABASE_DIRECT_URL');
+  if (databaseDirectUrl && !databaseUrl) {
+    throw new ConfigError('DATABASE_DIRECT_URL needs DATABASE_URL (without it the embedded PostgreSQL is used)');
+  }
+  const behindPooler = databaseDirectUrl !== undefined && databaseDirectUrl !== databaseUrl;
+  const statementTimeoutMs = int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000);
+  const queryTimeoutMs = int(env, 'DATABASE_QUERY_TIMEOUT_MS', statementTimeoutMs + 1000, 100, 660_000);
+  if (queryTimeoutMs <= statementTimeoutMs) {
+    throw new ConfigError(
+      `DATABASE_QUERY_TIMEOUT_MS (${queryTimeoutMs}) must be above DATABASE_STATEMENT_TIMEOUT_MS (${statementTimeoutMs}), ` +
+        'so that the database gives up (and rolls back) before the service does',
+    );
+  }
+  return {
+    databaseUrl,
+    databaseDirectUrl,
+    databaseStatementTimeoutMs: statementTimeoutMs,
+    databaseQueryTimeoutMs: queryTimeoutMs,
+    databaseNamedStatements: oneOf(env, 'DATABASE_NAMED_STATEMENTS', ['true', 'false'], behindPooler ? 'false' : 'true') === 'true',
+  };
+}
+
+function postgresUrl(env: Env, name: string): string | undefined {
+  const raw = nonEmpty(env[name]);
   if (raw === undefined) return undefined;
   let parsed: URL | undefined;
   try {
@@ -144,31 +204,54 @@ function databaseUrl(env: Env): string | undefined {
   }
   if (!parsed || !['postgres:', 'postgresql:'].includes(parsed.protocol)) {
     // Never echo the value: it may hold a password.
-    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL');
+    throw new ConfigError(`${name} must be a postgres:// or postgresql:// URL`);
   }
   return raw;
 }
 
-function providerPrices(env: Env, tiers: TierTable): Record<string, string> {
-  const prices: Record<string, string> = {};
+function providerPrices(env: Env, tiers: TierTable): Record<string, string[]> {
+  const prices: Record<string, string[]> = {};
+  const seen = new Map<string, string>();
   for (const tier of Object.keys(tiers)) {
-    const price = nonEmpty(env[`PAYPROVIDER_PRICE_${tier.toUpperCase().replace(/-/g, '_')}`]);
-    if (price) prices[tier] = price;
+    const name = `PAYPROVIDER_PRICE_${tier.toUpperCase().replace(/-/g, '_')}`;
+    const ids = list(env[name]);
+    for (const id of ids) {
+      if (seen.has(id)) throw new ConfigError(`${name}: price ${id} is also listed for the tier ${seen.get(id)}`);
+      seen.set(id, tier);
+    }
+    if (ids.length) prices[tier] = ids;
   }
   return prices;
 }
 
-function webhookSecrets(env: Env, nodeEnv: string, dataDir: string): { secrets: string[]; generated: boolean } {
+/**
+ * Without PAYPROVIDER_SECRET_KEY the built-in sandbox runs, whose checkout lets anyone "pay". In
+ * production that gives paid tiers away, so it needs PAYPROVIDER_SANDBOX=true, said on purpose.
+ */
+function provider(env: Env, nodeEnv: string): 'stripe' | 'sandbox' {
+  const sandboxAllowed = oneOf(env, 'PAYPROVIDER_SANDBOX', ['true', 'false'], 'false') === 'true';
+  if (nonEmpty(env.PAYPROVIDER_SECRET_KEY)) return 'stripe';
+  if (nodeEnv === 'production' && !sandboxAllowed) {
+    throw new ConfigError(
+      'PAYPROVIDER_SECRET_KEY is required when NODE_ENV=production (without it the sandbox provider would run and ' +
+        'give paid tiers away); set PAYPROVIDER_SANDBOX=true only for a demo install',
+    );
+  }
+  return 'sandbox';
+}
+
+function webhookSecrets(env: Env, nodeEnv: string, dataDir: string): { secrets: string[]; generated: boolean; created: boolean } {
   const configured = list(env.PAYPROVIDER_WEBHOOK_SECRET);
-  if (configured.length) return { secrets: configured, generated: false };
+  if (configured.length) return { secrets: configured, generated: false, created: false };
   if (nodeEnv === 'production') {
     throw new ConfigError('PAYPROVIDER_WEBHOOK_SECRET is required when NODE_ENV=production');
   }
   // A laptop gets one random secret, kept so that it survives restarts.
   const file = join(dataDir, 'webhook-secret');
-  if (!existsSync(file)) {
+  const created = !existsSync(file);
+  if (created) {
     mkdirSync(dataDir, { recursive: true });
     writeFileSync(file, `whsec_${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
   }
-  return { secrets: [readFileSync(file, 'utf8').trim()], generated: true };
+  return { secrets: [readFileSync(file, 'utf8').trim()], generated: true, created };
 }

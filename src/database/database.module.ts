@@ -2,7 +2,8 @@ import { DynamicModule, Logger, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
-import { runMigrations, typeOrmOptions } from './typeorm-options';
+import { migrate } from './migrate';
+import { typeOrmOptions } from './typeorm-options';
 
 @Module({})
 export class DatabaseModule {
@@ -18,6 +19,8 @@ export class DatabaseModule {
               url: config.databaseUrl!,
               poolSize: config.databasePoolSize,
               queryTimeoutMs: config.databaseQueryTimeoutMs,
+              statementTimeoutMs: config.databaseStatementTimeoutMs,
+              namedStatements: config.databaseNamedStatements,
               onPoolError: (err) => logger.warn(`idle database connection failed: ${err.message}`),
             }),
             // Start-up against an unreachable database fails within seconds, with the cause logged.
@@ -25,9 +28,13 @@ export class DatabaseModule {
             retryDelay: 1000,
           }),
           dataSourceFactory: async (options) => {
-            const dataSource = await new DataSource(options!).initialize();
-            await runMigrations(dataSource);
-            return dataSource;
+            // Migrations first, over PostgreSQL itself (they hold a session lock), then the app's pool,
+            // which may go through a pooler.
+            await migrate(config.databaseDirectUrl ?? config.databaseUrl!, {
+              lockTimeoutS: config.migrationLockTimeoutS,
+              log: (message) => logger.log(message),
+            });
+            return new DataSource(options!).initialize();
           },
         }),
       ],

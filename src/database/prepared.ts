@@ -18,7 +18,8 @@ export function statementName(text: string): string {
  * Runs a hot statement as a named prepared statement, on the connection of the transaction `executor`
  * belongs to, or else on one the DataSource lends for this call. PostgreSQL then plans it once per
  * connection instead of on every call — measured: the licensing status statement costs ~0.8 ms unnamed
- * and ~0.17 ms prepared. The connection comes through TypeORM's public QueryRunner API, so there is one
+ * and ~0.17 ms prepared. Behind a pooler in transaction mode the pool's connections send it unnamed
+ * (DATABASE_NAMED_STATEMENTS=false, statement-guard.ts): correct there, at that planning cost. The connection comes through TypeORM's public QueryRunner API, so there is one
  * pool and one way in; the named query is node-postgres's own query config. Always answers the rows
  * (also for UPDATE … RETURNING, which TypeORM's `query` answers as `[rows, count]`).
  */

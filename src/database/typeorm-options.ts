@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import * as pg from 'pg';
-import { DataSource, DataSourceOptions } from 'typeorm';
+import { DataSourceOptions } from 'typeorm';
 import { trackPool } from '../ops/metrics';
+import { guardedClient, StatementGuardOptions } from './statement-guard';
 
 /**
  * node-postgres, with every pool it creates reported to the pool gauges of /metrics while it is open.
@@ -21,9 +22,28 @@ const pgWithPoolMetrics = {
   },
 };
 
-/** One set of options for the app, the tests and the migration CLI (ormconfig.ts). */
-export function typeOrmOptions(opts: { url: string; poolSize?: number; queryTimeoutMs?: number; onPoolError?: (err: Error) => void }): DataSourceOptions {
+export interface DatabaseOptions {
+  url: string;
+  poolSize?: number;
+  /** Client side: a query unanswered after this fails (0: never). A backstop above `statementTimeoutMs`. */
+  queryTimeoutMs?: number;
+  /** Server side, on every statement, through SET LOCAL (0: none). See statement-guard.ts. */
+  statementTimeoutMs?: number;
+  /** False behind a pooler in transaction mode: statements are sent unnamed. */
+  namedStatements?: boolean;
+  onPoolError?: (err: Error) => void;
+}
+
+/**
+ * One set of options for the app, the tests and the migration CLI (ormconfig.ts). Without timeouts
+ * (the migration CLI, `migrate`) a statement may run as long as it needs.
+ */
+export function typeOrmOptions(opts: DatabaseOptions): DataSourceOptions {
   const src = join(__dirname, '..');
+  const guard: StatementGuardOptions = {
+    statementTimeoutMs: opts.statementTimeoutMs ?? 0,
+    namedStatements: opts.namedStatements ?? true,
+  };
   return {
     type: 'postgres',
     driver: pgWithPoolMetrics,
@@ -43,26 +63,12 @@ export function typeOrmOptions(opts: { url: string; poolSize?: number; queryTime
     connectTimeoutMS: 3000,
     applicationName: 'billing-licensing-service',
     extra: {
-      query_timeout: opts.queryTimeoutMs ?? 5000,
+      // pg.Pool builds its connections from this class: the statement timeout and the statement names.
+      Client: guardedClient(guard),
+      query_timeout: opts.queryTimeoutMs || undefined,
       idleTimeoutMillis: 30_000,
     },
     // A connection that drops while idle must never crash the process; the pool replaces it.
     poolErrorHandler: opts.onPoolError ?? (() => undefined),
   };
-}
-
-// Arbitrary constant: serialises migrations when several instances start at once.
-const MIGRATION_LOCK = 7_236_001;
-
-/** Applies pending migrations while holding an advisory lock, so concurrent starts don't race. */
-export async function runMigrations(dataSource: DataSource): Promise<void> {
-  const runner = dataSource.createQueryRunner();
-  await runner.connect();
-  try {
-    await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    await dataSource.runMigrations({ transaction: 'each' });
-  } finally {
-    await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
-    await runner.release();
-  }
 }

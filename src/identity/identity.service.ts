@@ -119,9 +119,24 @@ export class IdentityService {
     return { owner: row.owner, linked: row.linked };
   }
 
-  /** The provider deleted the customer: the organisation that had it has no customer record any more. */
-  async unlinkCustomer(manager: EntityManager, customerId: string): Promise<void> {
-    await manager.query(`UPDATE organisations SET provider_customer_id = NULL WHERE provider_customer_id = $1`, [customerId]);
+  /** Forgets a customer record the provider no longer knows (only if it is still the one stored). */
+  async forgetCustomer(organisationId: string, customerId: string): Promise<void> {
+    await this.db.query(`UPDATE organisations SET provider_customer_id = NULL WHERE id = $1 AND provider_customer_id = $2`, [
+      organisationId,
+      customerId,
+    ]);
+  }
+
+  /**
+   * The customer is gone at the provider: the organisation that had it has no customer record any more.
+   * Answers that organisation, if any.
+   */
+  async unlinkCustomer(manager: EntityManager, customerId: string): Promise<string | undefined> {
+    const [rows] = await manager.query(
+      `UPDATE organisations SET provider_customer_id = NULL WHERE provider_customer_id = $1 RETURNING id`,
+      [customerId],
+    );
+    return rows[0]?.id;
   }
 
   async userExists(userId: string): Promise<boolean> {

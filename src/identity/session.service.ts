@@ -22,11 +22,20 @@ const AUTHENTICATE_SQL = `
 export class SessionService {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  /** Issues a new opaque token (32 random bytes, base64url). Only its hash is stored. */
+  /**
+   * Issues a new opaque token (32 random bytes, base64url). Only its hash is stored. In the same statement,
+   * up to 100 of the user's sessions that expired or were revoked are deleted (their tokens are refused
+   * either way), so the table grows with live sessions, not with every login ever made. SKIP LOCKED:
+   * never waits on another writer.
+   */
   async create(userId: string, ttlSeconds: number): Promise<{ token: string; expiresAt: Date }> {
     const token = randomBytes(32).toString('base64url');
     const [row] = await this.db.query(
-      `INSERT INTO sessions (token_hash, user_id, expires_at)
+      `WITH pruned AS (
+         DELETE FROM sessions WHERE id IN (
+           SELECT id FROM sessions WHERE user_id = $2 AND (expires_at <= now() OR revoked_at IS NOT NULL)
+           LIMIT 100 FOR UPDATE SKIP LOCKED))
+       INSERT INTO sessions (token_hash, user_id, expires_at)
        VALUES ($1, $2, now() + make_interval(secs => $3)) RETURNING expires_at`,
       [hashToken(token), userId, ttlSeconds],
     );

@@ -29,11 +29,11 @@ export class CheckQuery extends OrganisationQuery {
 }
 
 export class UsageReportBody {
-  @ApiProperty({ format: 'uuid' })
+  @ApiProperty({ format: 'uuid', example: '2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11' })
   @IsUUID()
   organisation_id: string;
 
-  @ApiProperty({ enum: METERED_METRICS })
+  @ApiProperty({ enum: METERED_METRICS, example: 'ai_tokens' })
   @IsIn(METERED_METRICS)
   metric: MeteredMetric;
 
@@ -53,6 +53,7 @@ export class UsageReportBody {
   @ApiPropertyOptional({
     description: 'Reports with the same key for the same organisation count once (for at least 24 hours); the repeat gets the first answer.',
     maxLength: 255,
+    example: 'run-7d1f0c2e-step-3',
   })
   @IsOptional()
   @Matches(/^[\x21-\x7e]{1,255}$/, { message: 'idempotency_key must be 1 to 255 printable ASCII characters' })

@@ -1,21 +1,20 @@
 import { Module } from '@nestjs/common';
-import { BillingModule } from '../billing/billing.module';
-import { LicenseWriter } from './license-writer';
 import { LicensingController } from './licensing.controller';
 import { LicensingService } from './licensing.service';
 import { MemberLimitPolicy } from '../identity/member-limit.port';
 import { UsageService } from './usage.service';
 
-/** Licenses (the only writer), status, usage metering and limit enforcement (tiers come from AppConfig). */
+/**
+ * License status (derived from billing's subscriptions, see license-state.sql.ts), usage metering and
+ * limit enforcement (tiers come from AppConfig).
+ */
 @Module({
-  imports: [BillingModule],
   controllers: [LicensingController],
   providers: [
     LicensingService,
     UsageService,
-    LicenseWriter,
     { provide: MemberLimitPolicy, useExisting: LicensingService },
   ],
-  exports: [LicensingService, LicenseWriter, MemberLimitPolicy],
+  exports: [LicensingService, MemberLimitPolicy],
 })
 export class LicensingModule {}

@@ -21,6 +21,20 @@ export const webhookEvents = new Counter({
   registers: [registry],
 });
 
+export const providerSyncRuns = new Counter({
+  name: 'provider_sync_runs_total',
+  help: 'Reconciliation runs with the payment provider, by outcome (ok, failed)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+export const providerSyncChanges = new Counter({
+  name: 'provider_sync_changes_total',
+  help: 'What reconciliation runs changed: events applied that no webhook had delivered, subscriptions corrected',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
 export const providerCalls = new Histogram({
   name: 'payment_provider_call_duration_seconds',
   help: 'Calls to the payment provider, by operation and outcome (ok, not_found, rejected, unavailable)',

@@ -4,20 +4,19 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { ProviderEvent } from '../billing/provider-event';
 import { AppException } from '../common/app-exception';
-import { ErrorCode } from '../common/error-codes';
 import { transaction } from '../database/transaction';
 import { webhookEvents } from '../ops/metrics';
-import { EventHandler, HandlerOutcome, HandlesEvent } from './event-handler';
+import { AppConfig } from '../config/app-config';
+import { EventHandler, failed, HandlerOutcome, HandlesEvent } from './event-handler';
 import { claimEvent, finishEvent, storedPayload, unmatchedEvents } from './event-ledger';
 import { lockProviderIds } from './organisation-links';
-import { LedgerStatus } from './webhook-event.entity';
+import { parseEvent } from './provider-event';
+import { EventSource, LedgerStatus } from './webhook-event.entity';
 
 export interface DispatchResult {
   id: string;
   status: LedgerStatus;
   reason: string | null;
-  /** A 4xx to answer (the event was stored as failed). */
-  rejection?: { code: ErrorCode; message: string };
 }
 
 interface Applied {
@@ -28,8 +27,9 @@ interface Applied {
 /**
  * Runs each event in one transaction: lock the event's customer and subscription ids and claim the
  * ledger row (one statement), pick the handler for its type (registered with @HandlesEvent), record the
- * outcome, and apply the unmatched events that this event's links made matchable. Metrics and logs are
- * written only after the commit, so they never count what was not stored.
+ * outcome, and apply the unmatched events that this event's links made matchable. A redelivery of an
+ * event that had no effect yet (unmatched, failed) applies the payload stored first, whatever body came
+ * with it. Metrics and logs are written only after the commit, so they never count what was not stored.
  */
 @Injectable()
 export class EventDispatcher implements OnModuleInit {
@@ -39,6 +39,7 @@ export class EventDispatcher implements OnModuleInit {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly discovery: DiscoveryService,
+    private readonly config: AppConfig,
   ) {}
 
   onModuleInit() {
@@ -54,22 +55,22 @@ export class EventDispatcher implements OnModuleInit {
     return [...this.handlers.keys()];
   }
 
-  async dispatch(event: ProviderEvent): Promise<DispatchResult> {
+  /** `payload` is the event as received (its JSON text), stored in the ledger with how it arrived. */
+  async dispatch(received: ProviderEvent, payload: string, source: EventSource = 'webhook'): Promise<DispatchResult> {
     const { result, applied } = await transaction(this.db, async (manager) => {
-      const claim = await claimEvent(manager, event, this.handlers.get(event.type)?.providerIds(event) ?? []);
+      const claim = await claimEvent(manager, received, payload, this.providerIds(received), source);
       if (claim.kind === 'duplicate') {
         const reason = `already received (${claim.status})`;
-        return { result: { id: event.id, status: 'duplicate' as const, reason }, applied: [] };
+        return { result: { id: received.id, status: 'duplicate' as const, reason }, applied: [] };
       }
+      const event = claim.kind === 'retry' ? parseEvent(claim.storedPayload) : received;
+      if (claim.kind === 'retry') await lockProviderIds(manager, this.providerIds(event));
       const applied: Applied[] = [];
       await this.apply(manager, event, applied, new Set());
       const { outcome } = applied[0];
-      return {
-        result: { id: event.id, status: outcome.status, reason: outcome.reason ?? null, rejection: outcome.rejection },
-        applied,
-      };
+      return { result: { id: event.id, status: outcome.status, reason: outcome.reason ?? null }, applied };
     });
-    if (!applied.length) this.record(event, result.status, result.reason);
+    if (!applied.length) this.record(received, result.status, result.reason);
     for (const { event: e, outcome } of applied) this.record(e, outcome.status, outcome.reason ?? null);
     return result;
   }
@@ -78,15 +79,27 @@ export class EventDispatcher implements OnModuleInit {
   async replay(id: string): Promise<DispatchResult> {
     const payload = await storedPayload(this.db.manager, id);
     if (!payload) throw new AppException('event_not_found', `No webhook event with id ${id}.`);
-    return this.dispatch(payload);
+    return this.dispatch(parseEvent(payload), payload, 'replay');
+  }
+
+  private providerIds(event: ProviderEvent): (string | undefined)[] {
+    return this.handlers.get(event.type)?.providerIds(event) ?? [];
+  }
+
+  /** What the event does, or why it does nothing. Events dated in the future would freeze their subscription. */
+  private async handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome> {
+    const handler = this.handlers.get(event.type);
+    if (!handler) return { status: 'ignored', reason: `event type ${event.type} is not handled` };
+    if (event.created < 0) return failed('invalid_event', 'the event has no valid created');
+    if (event.created > Math.floor(Date.now() / 1000) + this.config.webhookToleranceS) {
+      return failed('created_in_future', `created ${event.created} lies in the future`);
+    }
+    return handler.handle(manager, event);
   }
 
   private async apply(manager: EntityManager, event: ProviderEvent, applied: Applied[], seen: Set<string>): Promise<void> {
     seen.add(event.id);
-    const handler = this.handlers.get(event.type);
-    const outcome: HandlerOutcome = handler
-      ? await handler.handle(manager, event)
-      : { status: 'ignored', reason: `event type ${event.type} is not handled` };
+    const outcome = await this.handle(manager, event);
     const { waiting } = await finishEvent(manager, event.id, outcome);
     applied.push({ event, outcome });
     if (!waiting || !outcome.linked) return;
@@ -94,14 +107,16 @@ export class EventDispatcher implements OnModuleInit {
     for (const next of pending) {
       if (seen.has(next.id)) continue;
       // The claim locked the delivered event's ids; a pending event's are locked here, before its look-ups.
-      await lockProviderIds(manager, this.handlers.get(next.type)?.providerIds(next) ?? []);
+      await lockProviderIds(manager, this.providerIds(next));
       await this.apply(manager, next, applied, seen);
     }
   }
 
   private record(event: ProviderEvent, outcome: string, reason: string | null) {
     webhookEvents.inc({ type: event.type, outcome });
-    // Ids, type and outcome only: never the payload or the signature.
-    this.logger.log({ msg: 'webhook event', event_id: event.id, type: event.type, outcome, reason });
+    // Ids, type and outcome only: never the payload or the signature. A failed event of ours needs a person.
+    const line = { msg: 'webhook event', event_id: event.id, type: event.type, outcome, reason };
+    if (outcome === 'failed') this.logger.error({ ...line, msg: 'webhook event failed; events:replay it once the cause is fixed' });
+    else this.logger.log(line);
   }
 }

@@ -1,7 +1,6 @@
 import { DiscoveryService } from '@nestjs/core';
 import { EntityManager } from 'typeorm';
 import { ProviderEvent } from '../billing/provider-event';
-import { ErrorCode } from '../common/error-codes';
 import { LedgerStatus } from './webhook-event.entity';
 
 /**
@@ -18,8 +17,6 @@ export interface HandlerOutcome {
   organisationId?: string;
   customerId?: string;
   subscriptionId?: string;
-  /** Answer this 4xx after the ledger row (status failed) is committed. */
-  rejection?: { code: ErrorCode; message: string };
   /** Provider ids now tied to an organisation: unmatched events waiting for them are applied next. */
   linked?: { customerId?: string; subscriptionId?: string };
 }
@@ -34,9 +31,21 @@ export interface EventHandler {
   handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome>;
 }
 
-/** An event whose content we cannot use: stored as failed, answered 400 (the provider may retry). */
-export function failed(code: ErrorCode, reason: string, ids: Partial<HandlerOutcome> = {}): HandlerOutcome {
-  return { ...ids, status: 'failed', reason, rejection: { code, message: `The event cannot be applied: ${reason}.` } };
+/** Why an event of ours cannot be applied (yet): the first word of a `failed` ledger reason. */
+export type FailureCode =
+  | 'invalid_event'
+  | 'invoice_invalid'
+  | 'tier_unresolvable'
+  | 'organisation_conflict'
+  | 'created_in_future';
+
+/**
+ * An event of ours that cannot be applied: stored `failed` with the reason and answered 200 (a 4xx would
+ * make the provider retry it for days and then disable the endpoint). `events:replay` applies it once the
+ * cause is fixed.
+ */
+export function failed(code: FailureCode, reason: string, ids: Partial<HandlerOutcome> = {}): HandlerOutcome {
+  return { ...ids, status: 'failed', reason: `${code}: ${reason}` };
 }
 
 /** Joins optional notes into one ledger reason. */

@@ -3,12 +3,17 @@ import { EVENT_RANK, ProviderEvent } from '../billing/provider-event';
 import { preparedQuery } from '../database/prepared';
 import { HandlerOutcome } from './event-handler';
 import { lockKeys, takeLocksSql } from './organisation-links';
-import { LedgerStatus } from './webhook-event.entity';
+import { parseEvent } from './provider-event';
+import { EventSource, LedgerStatus } from './webhook-event.entity';
 
 /** Statuses a redelivery or `events:replay` runs again: the event had no effect yet. */
 export const RETRYABLE: readonly LedgerStatus[] = ['failed', 'unmatched'];
 
-export type Claim = { kind: 'new' | 'retry' } | { kind: 'duplicate'; status: LedgerStatus };
+export type Claim =
+  | { kind: 'new' }
+  /** A redelivery (or replay) of an event that had no effect yet: apply the payload stored with it. */
+  | { kind: 'retry'; storedPayload: string }
+  | { kind: 'duplicate'; status: LedgerStatus };
 
 /**
  * The first statement of every delivery's transaction. It takes the event's advisory locks (see
@@ -16,19 +21,27 @@ export type Claim = { kind: 'new' | 'retry' } | { kind: 'duplicate'; status: Led
  * the primary key when it has none, until the first commits, then sees the row here. A delivery then
  * never holds its ledger row while waiting for a lock. The row starts as `failed` and is finished by
  * `finishEvent` before commit, so nobody sees that value unless the handler really failed. A redelivery
- * only counts itself (`attempts`): `attempts` 1 means this delivery inserted the row.
+ * only counts itself (`attempts`) and keeps the payload first stored: `attempts` 1 means this delivery
+ * inserted the row. `payload` is the event as received (JSON text).
  */
-export async function claimEvent(manager: EntityManager, event: ProviderEvent, providerIds: (string | undefined)[]): Promise<Claim> {
-  const [row] = await preparedQuery<{ status: LedgerStatus; attempts: number }>(
+export async function claimEvent(
+  manager: EntityManager,
+  event: ProviderEvent,
+  payload: string,
+  providerIds: (string | undefined)[],
+  source: EventSource,
+): Promise<Claim> {
+  const [row] = await preparedQuery<{ status: LedgerStatus; attempts: number; stored: string | null }>(
     manager,
-    `INSERT INTO webhook_events (id, type, created, livemode, payload, status)
-     SELECT $1, $2, $3::bigint, $4::boolean, $5::jsonb, 'failed' FROM (${takeLocksSql('$6')}) AS locked
+    `INSERT INTO webhook_events (id, type, created, livemode, payload, status, source)
+     SELECT $1, $2, $3::bigint, $4::boolean, $5, 'failed', $7 FROM (${takeLocksSql('$6')}) AS locked
      ON CONFLICT (id) DO UPDATE SET attempts = webhook_events.attempts + 1, last_received_at = now()
-     RETURNING status, attempts`,
-    [event.id, event.type, event.created, event.livemode, JSON.stringify(event), lockKeys(providerIds)],
+     RETURNING status, attempts,
+       CASE WHEN attempts > 1 AND status IN ('failed', 'unmatched') THEN payload END AS stored`,
+    [event.id, event.type, event.created, event.livemode, payload, lockKeys(providerIds), source],
   );
   if (row.attempts === 1) return { kind: 'new' };
-  return RETRYABLE.includes(row.status) ? { kind: 'retry' } : { kind: 'duplicate', status: row.status };
+  return RETRYABLE.includes(row.status) ? { kind: 'retry', storedPayload: row.stored! } : { kind: 'duplicate', status: row.status };
 }
 
 /**
@@ -69,7 +82,7 @@ export async function unmatchedEvents(
   subscriptionId: string | undefined,
 ): Promise<ProviderEvent[]> {
   if (!customerId && !subscriptionId) return [];
-  const rows = await preparedQuery<{ payload: ProviderEvent }>(
+  const rows = await preparedQuery<{ payload: string }>(
     manager,
     `SELECT payload FROM webhook_events
      WHERE status = 'unmatched' AND (customer_id = $1 OR subscription_id = $2)
@@ -77,7 +90,7 @@ export async function unmatchedEvents(
      FOR UPDATE`,
     [customerId ?? null, subscriptionId ?? null],
   );
-  return rows.map((r) => r.payload);
+  return rows.map((r) => parseEvent(r.payload));
 }
 
 export interface LedgerEntry {
@@ -90,13 +103,20 @@ export interface LedgerEntry {
   organisation_id: string | null;
   customer_id: string | null;
   subscription_id: string | null;
+  source: EventSource;
   attempts: number;
   received_at: string;
   processed_at: string | null;
 }
 
 const ENTRY_COLUMNS = `id, type, created, livemode, status, reason, organisation_id, customer_id, subscription_id,
-  attempts, received_at, processed_at`;
+  source, attempts, received_at, processed_at`;
+
+/** The ids of these events that the ledger already holds (one statement for a whole batch). */
+export async function knownEventIds(manager: EntityManager, ids: string[]): Promise<Set<string>> {
+  const rows = await manager.query(`SELECT id FROM webhook_events WHERE id = ANY($1)`, [ids]);
+  return new Set(rows.map((r: { id: string }) => r.id));
+}
 
 /** Newest first, for the operator. */
 export async function listEvents(manager: EntityManager, status: LedgerStatus | undefined, limit: number): Promise<LedgerEntry[]> {
@@ -113,7 +133,7 @@ export async function listEvents(manager: EntityManager, status: LedgerStatus | 
   }));
 }
 
-export async function storedPayload(manager: EntityManager, id: string): Promise<ProviderEvent | undefined> {
-  const [row] = await preparedQuery<{ payload: ProviderEvent }>(manager, `SELECT payload FROM webhook_events WHERE id = $1`, [id]);
+export async function storedPayload(manager: EntityManager, id: string): Promise<string | undefined> {
+  const [row] = await preparedQuery<{ payload: string }>(manager, `SELECT payload FROM webhook_events WHERE id = $1`, [id]);
   return row?.payload;
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { KnownSubscription, ProviderSubscriptions } from '../billing/provider-subscriptions.service';
+import { KnownSubscription } from '../billing/provider-subscriptions.service';
 import { preparedQuery } from '../database/prepared';
 import { IdentityService } from '../identity/identity.service';
 
@@ -27,60 +27,52 @@ export async function lockProviderIds(manager: EntityManager, ids: (string | und
 
 export interface OrganisationMatch {
   organisationId?: string;
+  /** Metadata names another organisation than the one the subscription or customer is linked to. */
+  conflict?: string;
   /** Why a metadata id was not used, for the ledger's reason. */
   note?: string;
-  /** The event's subscription, when it is already tied to an organisation. */
-  subscription?: KnownSubscription;
 }
 
 /**
- * Finds the organisation of a provider event and ties its subscription and customer to it. The tables
- * involved belong to identity (organisations and their customer record) and billing (subscriptions):
- * this asks their services, in the event's transaction.
+ * Finds the organisation of a provider event and ties its customer to it. The tables involved belong to
+ * identity (organisations and their customer record) and billing (subscriptions): this asks their
+ * services, in the event's transaction.
  */
 @Injectable()
 export class OrganisationLinks {
-  constructor(
-    private readonly identity: IdentityService,
-    private readonly subscriptions: ProviderSubscriptions,
-  ) {}
+  constructor(private readonly identity: IdentityService) {}
 
   /**
-   * The event's organisation: the first metadata `organisation_id` present, when it names an existing
-   * organisation; else the organisation already linked to the subscription id, then to the customer id.
-   * A metadata id that is not a UUID or names no organisation is not trusted, only noted.
+   * The organisation already linked to the event's subscription (`known`), else to its customer; else the
+   * first metadata `organisation_id` present, when it names an existing organisation. Metadata never moves
+   * what is linked: naming another organisation is a conflict. A metadata id that is not a UUID or names
+   * no organisation is not trusted, only noted.
    */
   async resolve(
     manager: EntityManager,
     metadataIds: unknown[],
     customerId: string | undefined,
-    subscriptionId: string | undefined,
+    known: KnownSubscription | undefined,
   ): Promise<OrganisationMatch> {
     const given = metadataIds.find((id) => typeof id === 'string' && id !== '') as string | undefined;
-    const subscription = subscriptionId ? await this.subscriptions.find(manager, subscriptionId) : undefined;
-    // The subscription's organisation exists (foreign key): no need to ask identity again.
-    if (subscription && (given === undefined || given === subscription.organisationId)) {
-      return { organisationId: subscription.organisationId, subscription };
-    }
+    // The subscription's organisation exists (foreign key): no need to ask identity.
+    if (known && (given === undefined || given === known.organisationId)) return { organisationId: known.organisationId };
     const found = await this.identity.findForEvent(manager, { id: given, customerId });
-    if (found.byId) return { organisationId: found.byId, subscription };
-    const note = given === undefined ? undefined : `metadata.organisation_id "${given.slice(0, 64)}" names no organisation`;
-    return { organisationId: subscription?.organisationId ?? found.byCustomer ?? undefined, note, subscription };
+    const linked = known?.organisationId ?? found.byCustomer ?? undefined;
+    if (found.byId && linked && found.byId !== linked) {
+      const link = known ? `subscription is linked to ${linked}` : `customer ${customerId} is linked to ${linked}`;
+      return { conflict: `metadata.organisation_id names ${found.byId}, but the ${link}` };
+    }
+    const note = given !== undefined && !found.byId ? `metadata.organisation_id "${given.slice(0, 64)}" names no organisation` : undefined;
+    return { organisationId: found.byId ?? linked, note };
   }
 
   /**
-   * Ties the subscription and its customer to the organisation. The first link wins: a subscription or
-   * customer already tied to another organisation is never moved, and an organisation that already has
-   * a customer record keeps it. Answers why a link was left as it was, for the ledger's reason.
+   * Ties the customer to the organisation (its customer record). The first link wins: a customer already
+   * tied to another organisation is never moved, and an organisation that already has a customer record
+   * keeps it. Answers why the link was left as it was, for the ledger's reason.
    */
-  async link(
-    manager: EntityManager,
-    organisationId: string,
-    match: OrganisationMatch,
-    subscriptionId: string,
-    customerId: string | undefined,
-  ): Promise<string | undefined> {
-    if (!match.subscription) await this.subscriptions.link(manager, subscriptionId, organisationId, customerId);
+  async linkCustomer(manager: EntityManager, organisationId: string, customerId: string | undefined): Promise<string | undefined> {
     if (!customerId) return undefined;
     const { owner, linked } = await this.identity.linkCustomer(manager, organisationId, customerId);
     if (linked || owner === organisationId) return undefined;

@@ -1,17 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
+import { PaymentProvider } from '../billing/payment-provider.port';
 import { EVENT_RANK, EVENT_TYPES, idOf, ProviderEvent, secondsOf } from '../billing/provider-event';
+import { ProviderSubscriptions, SubscriptionChange } from '../billing/provider-subscriptions.service';
 import { AppConfig } from '../config/app-config';
-import { LicenseWriter, SubscriptionChange } from '../licensing/license-writer';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent, reasons } from './event-handler';
 import { OrganisationLinks } from './organisation-links';
 import { resolveTier } from './tier-resolution';
 
 /**
- * The three subscription events share one flow: resolve the tier (not for deletions), find the
- * organisation (else unmatched), link the subscription and customer to it, and have licensing apply the
- * change to the license, in order.
+ * The three subscription events share one flow: resolve the tier and the organisation; an event with
+ * neither is another product's (ignored), one with a tier but no organisation yet waits (unmatched); tie
+ * the customer to the organisation; have billing apply the change to that subscription, in that
+ * subscription's event order. The license follows the organisation's subscriptions (licensing).
  */
 @Injectable()
 abstract class SubscriptionHandler implements EventHandler {
@@ -21,7 +22,7 @@ abstract class SubscriptionHandler implements EventHandler {
     private readonly config: AppConfig,
     private readonly links: OrganisationLinks,
     private readonly subscriptions: ProviderSubscriptions,
-    private readonly licenses: LicenseWriter,
+    private readonly provider: PaymentProvider,
   ) {}
 
   providerIds(event: ProviderEvent): (string | undefined)[] {
@@ -34,36 +35,45 @@ abstract class SubscriptionHandler implements EventHandler {
     const customerId = idOf(sub.customer);
     const ids = { subscriptionId, customerId };
     if (!subscriptionId) return failed('invalid_event', 'the subscription has no id', ids);
-    let tier: string | undefined;
-    if (this.kind !== 'deleted') {
-      const resolved = resolveTier(sub, this.config.tiers);
-      if ('error' in resolved) return failed('tier_unresolvable', resolved.error, ids);
-      tier = resolved.tier;
-    }
-
-    const match = await this.links.resolve(manager, [sub.metadata?.organisation_id], customerId, subscriptionId);
+    const tier = resolveTier(sub, this.config);
+    const known = await this.subscriptions.find(manager, subscriptionId);
+    const match = await this.links.resolve(manager, [sub.metadata?.organisation_id], customerId, known);
+    if (match.conflict) return failed('organisation_conflict', match.conflict, ids);
     const organisationId = match.organisationId;
     if (!organisationId) {
+      if ('error' in tier) {
+        return { ...ids, status: 'ignored', reason: 'not a subscription of this service: no organisation and no tier of ours' };
+      }
       return { ...ids, status: 'unmatched', reason: match.note ?? 'no organisation is linked to this customer or subscription yet' };
     }
-    const linkNote = await this.links.link(manager, organisationId, match, subscriptionId, customerId);
-    if (this.kind === 'deleted') await this.subscriptions.markDeleted(manager, subscriptionId, event.created);
-    const result = await this.licenses.applySubscriptionChange(manager, organisationId, {
-      kind: this.kind,
-      created: event.created,
-      rank: EVENT_RANK[event.type],
-      subscriptionId,
-      subscriptionDeleted: match.subscription?.deleted ?? false,
-      tier,
-      status: typeof sub.status === 'string' ? sub.status : null,
-      ...currentPeriod(sub),
-    });
+    if ('error' in tier && this.kind !== 'deleted') return failed('tier_unresolvable', tier.error, { ...ids, organisationId });
+
+    const linkNote = await this.links.linkCustomer(manager, organisationId, customerId);
+    const target = { id: subscriptionId, organisationId, customerId };
+    let result = await this.subscriptions.apply(manager, target, known, this.change(event, sub));
+    if (result.outcome === 'tie') {
+      // Two `.updated` of the same second: the provider's advice is to ask it what is current.
+      const current = await this.provider.retrieveSubscription(subscriptionId);
+      result = await this.subscriptions.apply(manager, target, known, this.change(event, current), true);
+    }
     return {
       ...ids,
       organisationId,
-      status: result.applied ? 'processed' : 'stale',
-      reason: reasons(match.note, linkNote, result.applied ? undefined : result.reason),
+      status: result.outcome === 'applied' ? 'processed' : 'stale',
+      reason: reasons(match.note, linkNote, result.outcome === 'stale' ? result.reason : undefined),
       linked: ids,
+    };
+  }
+
+  private change(event: ProviderEvent, sub: Record<string, any>): SubscriptionChange {
+    const tier = resolveTier(sub, this.config);
+    return {
+      kind: this.kind,
+      created: event.created,
+      rank: EVENT_RANK[event.type],
+      tier: 'tier' in tier ? tier.tier : undefined,
+      status: typeof sub.status === 'string' ? sub.status.slice(0, 64) : null,
+      ...currentPeriod(sub),
     };
   }
 }

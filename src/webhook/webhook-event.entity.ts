@@ -4,12 +4,17 @@ import { Organisation } from '../identity/organisation.entity';
 export const LEDGER_STATUSES = ['processed', 'duplicate', 'stale', 'unmatched', 'ignored', 'failed'] as const;
 export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
 
+/** How an event first reached the ledger: delivered, or found by the reconciliation (SPEC 9). */
+export const EVENT_SOURCES = ['webhook', 'sync', 'replay'] as const;
+export type EventSource = (typeof EVENT_SOURCES)[number];
+
 /**
  * One provider event as received (the ledger). Written in the same transaction as the event's effects,
  * so a row exists exactly when the event was acknowledged. The webhook code writes it with plain SQL;
  * this entity documents the table.
  */
 @Entity('webhook_events')
+@Check('webhook_events_source_check', `source IN ('webhook', 'sync', 'replay')`)
 // The database's index keys are `received_at DESC`; TypeORM cannot declare a key's order and compares
 // indices by name and columns only, so these two document the columns.
 @Index('webhook_events_status_idx', ['status', 'receivedAt'])
@@ -33,9 +38,12 @@ export class WebhookEvent {
   @Column('boolean', { default: false })
   livemode: boolean;
 
-  /** The verified event, so `events:replay` can run it again. */
-  @Column('jsonb')
-  payload: object;
+  /**
+   * The verified event as received (JSON text, not jsonb: jsonb refuses `\u0000` and lone surrogates, which
+   * a signed event may carry). A redelivery or `events:replay` applies this, whatever body came later.
+   */
+  @Column('text')
+  payload: string;
 
   @Column('text')
   status: LedgerStatus;
@@ -53,6 +61,9 @@ export class WebhookEvent {
 
   @Column('text', { name: 'subscription_id', nullable: true })
   subscriptionId: string | null;
+
+  @Column('text', { default: 'webhook' })
+  source: EventSource;
 
   /** Deliveries and replays of this event id. */
   @Column('integer', { default: 1 })

@@ -38,19 +38,31 @@ export class WebhookController {
       '`t=<unix seconds>,v1=<hex>`: HMAC-SHA256 of `"<t>.<raw body>"` with the signing secret ' +
       '(PAYPROVIDER_WEBHOOK_SECRET)',
   })
-  @ApiBody({ description: 'The provider event, as sent', schema: { type: 'object' } })
+  @ApiBody({
+    description: 'The provider event, as sent',
+    schema: {
+      type: 'object',
+      example: {
+        id: 'evt_1QxYz2AbCdEfGhIj',
+        object: 'event',
+        type: 'customer.subscription.updated',
+        created: 1767225600,
+        livemode: false,
+        data: { object: { id: 'sub_1QxYz2AbCdEfGhIj', object: 'subscription', customer: 'cus_Q1a2B3c4D5e6F7', status: 'active' } },
+      },
+    },
+  })
   @ApiOkResponse({ type: WebhookAck, description: 'Stored (processed, duplicate, stale, unmatched or ignored)' })
   @ApiErrors(400, 503)
   async receive(@Req() req: WebhookRequest): Promise<WebhookAck> {
     const event = req.providerEvent!;
     let result;
     try {
-      result = await this.dispatcher.dispatch(event);
+      result = await this.dispatcher.dispatch(event, req.rawBody!.toString('utf8'));
     } catch (err) {
       this.logger.error({ msg: 'webhook event not stored', event_id: event.id, type: event.type, err });
       throw new AppException('event_not_stored', 'The event could not be stored; retry later.');
     }
-    if (result.rejection) throw new AppException(result.rejection.code, result.rejection.message);
     return { id: result.id, status: result.status, reason: result.reason };
   }
 }

@@ -3,8 +3,11 @@ import { DiscoveryModule } from '@nestjs/core';
 import { BillingModule } from '../billing/billing.module';
 import { LicensingModule } from '../licensing/licensing.module';
 import { EventDispatcher } from './event-dispatcher';
-import { InvoicePaidHandler } from './invoice-paid.handler';
+import { CustomerDeletedHandler } from './customer-deleted.handler';
+import { InvoicePaidHandler, InvoicePaymentSucceededHandler } from './paid-invoice.handlers';
 import { OrganisationLinks } from './organisation-links';
+import { ProviderSync } from './provider-sync.service';
+import { ProviderSyncSchedule } from './provider-sync.schedule';
 import { SubscriptionCreatedHandler, SubscriptionDeletedHandler, SubscriptionUpdatedHandler } from './subscription.handlers';
 import { WebhookController } from './webhook.controller';
 import { WebhookSignatureGuard } from './webhook-signature.guard';
@@ -24,8 +27,12 @@ import { WebhookSignatureGuard } from './webhook-signature.guard';
     SubscriptionCreatedHandler,
     SubscriptionUpdatedHandler,
     SubscriptionDeletedHandler,
+    InvoicePaymentSucceededHandler,
     InvoicePaidHandler,
+    CustomerDeletedHandler,
+    ProviderSync,
+    ProviderSyncSchedule,
   ],
-  exports: [EventDispatcher],
+  exports: [EventDispatcher, ProviderSync],
 })
 export class WebhookModule {}

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
+import { MIGRATION_LOCK } from '../../src/database/migrate';
 
 /** The server the tests use (DATABASE_URL, or the embedded one global-setup started). */
 export function serverUrl(database = 'postgres'): string {
@@ -32,4 +33,15 @@ export async function createTestDatabase(): Promise<{ url: string; name: string;
     url: serverUrl(name),
     drop: () => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
   };
+}
+
+/** The application_name of each session waiting for the migration lock in `client`'s database. */
+export async function migrationLockWaiters(client: Client): Promise<string[]> {
+  const { rows } = await client.query(
+    `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+     WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = $1 AND NOT l.granted
+       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    [MIGRATION_LOCK],
+  );
+  return rows.map((r) => r.application_name);
 }

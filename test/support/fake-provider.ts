@@ -1,19 +1,33 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import providerApi from './provider-api.json';
+import providerFixtures from './provider-fixtures.json';
 
 /**
- * A small Stripe-compatible HTTP server for tests: the real `stripe` SDK talks to it through
- * PAYPROVIDER_API_URL. It implements only what the service calls:
+ * A Stripe-compatible HTTP server for tests, as strict as the provider on what the service calls; the real
+ * `stripe` SDK talks to it through PAYPROVIDER_API_URL.
  *
- *   GET  /v1/checkout/sessions/:id     → a stored session (see `addCheckoutSession`), else 404 resource_missing
- *   POST /v1/checkout/sessions         → creates and stores an open, unpaid session (url `${url}/pay/:id`)
- *   POST /v1/billing_portal/sessions   → a portal session for `customer` (url `${url}/portal/:id`)
+ *   GET  /v1/checkout/sessions/:id      → a stored session (see `addCheckoutSession`), else 404 resource_missing
+ *   POST /v1/checkout/sessions          → an open, unpaid session (url `${url}/pay/:id`)
+ *   POST /v1/billing_portal/sessions    → a portal session for `customer` (url `${url}/portal/:id`)
+ *   GET  /v1/subscriptions/:id          → a stored subscription (see `addSubscription`), else 404
+ *   GET  /v1/events                     → stored events (see `addEvent`), newest first, `types[]`, `created[gte]`,
+ *                                         pages of `limit` (1–100, default 10) after `starting_after`
+ *
+ * Like the provider: every parameter is checked against the published API description kept in
+ * provider-api.json (an unknown one → 400 parameter_unknown; a wrong type, a too-long string, a value
+ * outside an enum → 400 naming the param); a customer or price it does not know → 400 resource_missing
+ * with that param; an Idempotency-Key reused with other parameters → 400 idempotency_error, reused with the
+ * same → the first answer again (`Idempotent-Replayed: true`); errors carry the provider's error object
+ * (`type`, `code`, `message`, `param`, `doc_url`, `request_log_url`), and 5xx/429/409 answers say
+ * `Stripe-Should-Retry: true`. Objects are the provider's published fixtures (provider-fixtures.json) with
+ * the request's values.
  *
  * Usage:
- *   const fake = await startFakeProvider();
+ *   const fake = await startFakeProvider({ prices: ['price_pro'] });
  *   startTestApp({ env: { ...fakeProviderEnv(fake), PAYPROVIDER_PRICE_PRO: 'price_pro' } });
- *   fake.addCheckoutSession({ payment_status: 'paid', metadata: { organisation_id, tier: 'pro' } });
+ *   fake.addCustomer('cus_1'); fake.addCheckoutSession({ payment_status: 'paid', metadata: { … } });
  *   fake.failNext(3, { status: 503 });   // or 'reset' | 'hang' | { status: 400, code: 'resource_missing' }
  *   expect(fake.requests).toEqual([...]); fake.reset(); await fake.close();
  *
@@ -31,7 +45,7 @@ export interface RecordedRequest {
 }
 
 export type Failure =
-  | { status: number; type?: string; code?: string; message?: string }
+  | { status: number; type?: string; code?: string; message?: string; param?: string }
   /** Destroys the socket without answering (ECONNRESET for the client). */
   | 'reset'
   /** Never answers (the client's timeout fires). */
@@ -42,57 +56,62 @@ export interface FakeProvider {
   requests: RecordedRequest[];
   /** Checkout sessions by id, as the provider would return them; tests may edit them in place. */
   sessions: Map<string, Record<string, any>>;
-  /** Stores a checkout session: fixture defaults, a fresh `cs_test_…` id, then `overrides`. */
+  /** Subscriptions by id, as the provider would return them now. */
+  subscriptions: Map<string, Record<string, any>>;
+  /** Stores a checkout session: fixture, a fresh `cs_test_…` id, then `overrides`. */
   addCheckoutSession(overrides?: Record<string, unknown>): Record<string, any>;
+  /** Stores a subscription: fixture, then `overrides` (give at least `id`). */
+  addSubscription(overrides: Record<string, unknown>): Record<string, any>;
+  /** Events the provider keeps (listed by GET /v1/events). */
+  events: Record<string, any>[];
+  addEvent(event: Record<string, any>): void;
+  /** A customer the provider knows (checkout and portal refuse any other). */
+  addCustomer(id?: string): string;
+  deleteCustomer(id: string): void;
+  /** A price the provider knows (checkout refuses any other). */
+  addPrice(id: string): void;
   /** The next `count` requests (any route) fail as described; queued failures run in order. */
   failNext(count: number, failure: Failure): void;
-  /** Clears recorded requests, queued failures and stored sessions. */
+  /** Every request whose path starts with `prefix` fails as described (undefined: no more), until reset. */
+  failPath(prefix: string, failure: Failure | undefined): void;
+  /** Clears recorded requests, queued failures, stored sessions, subscriptions and idempotency keys. */
   reset(): void;
   close(): Promise<void>;
 }
 
-// Trimmed from the provider's published fixtures (checkout.session, billing_portal.session): the fields
-// a caller reads, with their real names and nesting.
-const CHECKOUT_SESSION = {
-  object: 'checkout.session',
-  amount_subtotal: null,
-  amount_total: null,
-  automatic_tax: { enabled: false, liability: null, status: null },
-  cancel_url: null,
-  client_reference_id: null,
-  currency: null,
-  customer: null,
-  customer_details: null,
-  customer_email: null,
-  expires_at: 0,
-  invoice: null,
-  livemode: false,
-  metadata: {},
-  mode: 'subscription',
-  payment_status: 'unpaid',
-  status: 'open',
-  subscription: null,
-  success_url: null,
-  ui_mode: 'hosted',
-  url: null,
-};
-const PORTAL_SESSION = {
-  object: 'billing_portal.session',
-  configuration: 'bpc_1Pgc7HB7WZ01zgkWxH2EPWRX',
-  flow: null,
-  livemode: false,
-  locale: null,
-  on_behalf_of: null,
-};
+interface Rule {
+  type: string;
+  maxLength?: number;
+  values?: string[];
+  keys?: Record<string, Schema>;
+  items?: Schema | Record<string, Schema>;
+}
+type Schema = 'any' | 'string' | Rule;
+type Problem = { code?: string; param: string; message: string };
+const API = providerApi as unknown as { operations: Record<string, { params: Record<string, Schema> }> };
 
-export async function startFakeProvider(): Promise<FakeProvider> {
+export async function startFakeProvider(opts: { prices?: string[] } = {}): Promise<FakeProvider> {
   const requests: RecordedRequest[] = [];
   const sessions = new Map<string, Record<string, any>>();
+  const subscriptions = new Map<string, Record<string, any>>();
+  const customers = new Set<string>();
+  const prices = new Set<string>(opts.prices ?? []);
+  const idempotent = new Map<string, { fingerprint: string; status: number; body: unknown }>();
+  const events: Record<string, any>[] = [];
   let failures: Failure[] = [];
+  const pathFailures = new Map<string, Failure>();
   let url = '';
 
   const addCheckoutSession = (overrides: Record<string, unknown> = {}) => {
-    const session = { ...clone(CHECKOUT_SESSION), id: newId('cs_test_'), created: now(), expires_at: now() + 86_400, ...overrides };
+    const session = {
+      ...fixture('checkout.session'),
+      id: newId('cs_test_'),
+      created: now(),
+      expires_at: now() + 86_400,
+      livemode: false,
+      metadata: {},
+      ...overrides,
+    };
     sessions.set(session.id, session);
     return session;
   };
@@ -100,44 +119,97 @@ export async function startFakeProvider(): Promise<FakeProvider> {
   const route = (req: RecordedRequest): [number, unknown] => {
     const auth = req.headers.authorization;
     if (!auth || !/^Bearer sk_\S+$/.test(auth)) {
-      return [401, stripeError('invalid_request_error', undefined, 'You did not provide a valid API key.')];
+      return [401, stripeError({ type: 'invalid_request_error', message: 'You did not provide a valid API key.' })];
     }
     const retrieve = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(req.path);
     if (req.method === 'GET' && retrieve) {
+      const invalid = validate('GET /v1/checkout/sessions/{session}', req.query);
+      if (invalid) return invalid;
       const session = sessions.get(decodeURIComponent(retrieve[1]));
       if (session) return [200, session];
-      return [404, stripeError('invalid_request_error', 'resource_missing', `No such checkout.session: '${retrieve[1]}'`)];
+      return [404, missing('checkout.session', decodeURIComponent(retrieve[1]), 'session')];
+    }
+    const subscription = /^\/v1\/subscriptions\/([^/]+)$/.exec(req.path);
+    if (req.method === 'GET' && subscription) {
+      const invalid = validate('GET /v1/subscriptions/{subscription_exposed_id}', req.query);
+      if (invalid) return invalid;
+      const found = subscriptions.get(decodeURIComponent(subscription[1]));
+      if (found) return [200, found];
+      return [404, missing('subscription', decodeURIComponent(subscription[1]), 'id')];
+    }
+    if (req.method === 'GET' && req.path === '/v1/events') {
+      const invalid = validate('GET /v1/events', req.query);
+      if (invalid) return invalid;
+      const q = req.query as { types?: string[]; created?: { gte?: string }; limit?: string; starting_after?: string };
+      const limit = q.limit === undefined ? 10 : Number(q.limit);
+      if (limit < 1 || limit > 100) {
+        return [400, stripeError({ type: 'invalid_request_error', param: 'limit', message: 'Invalid limit: must be between 1 and 100' })];
+      }
+      const listed = events
+        .filter((e) => !q.types || q.types.includes(e.type))
+        .filter((e) => q.created?.gte === undefined || e.created >= Number(q.created.gte))
+        .sort((a, b) => b.created - a.created || events.indexOf(b) - events.indexOf(a));
+      let from = 0;
+      if (q.starting_after !== undefined) {
+        const at = listed.findIndex((e) => e.id === q.starting_after);
+        if (at < 0) return [400, missing('event', q.starting_after, 'starting_after')];
+        from = at + 1;
+      }
+      const data = listed.slice(from, from + limit);
+      return [200, { object: 'list', data, has_more: from + limit < listed.length, url: '/v1/events' }];
     }
     if (req.method === 'POST' && req.path === '/v1/checkout/sessions') {
+      const invalid = validate('POST /v1/checkout/sessions', req.body);
+      if (invalid) return invalid;
       const b = req.body as Record<string, any>;
+      if (b.customer !== undefined && !customers.has(b.customer)) return [400, missing('customer', b.customer, 'customer')];
+      const items: Record<string, any>[] = b.line_items ?? [];
+      if (b.mode === 'subscription' && !items.length) {
+        return [400, stripeError({ type: 'invalid_request_error', code: 'parameter_missing', param: 'line_items', message: 'Missing required param: line_items.' })];
+      }
+      const unknownPrice = items.findIndex((item) => item.price !== undefined && !prices.has(item.price));
+      if (unknownPrice >= 0) return [400, missing('price', items[unknownPrice].price, `line_items[${unknownPrice}][price]`)];
       const id = newId('cs_test_');
-      return [200, addCheckoutSession({
-        id,
-        mode: b.mode ?? 'payment',
-        customer: b.customer ?? null,
-        client_reference_id: b.client_reference_id ?? null,
-        metadata: b.metadata ?? {},
-        success_url: b.success_url ?? null,
-        cancel_url: b.cancel_url ?? null,
-        payment_status: 'unpaid',
-        status: 'open',
-        url: `${url}/pay/${id}`,
-      })];
+      return [
+        200,
+        addCheckoutSession({
+          id,
+          mode: b.mode ?? 'payment',
+          customer: b.customer ?? null,
+          client_reference_id: b.client_reference_id ?? null,
+          metadata: b.metadata ?? {},
+          success_url: b.success_url ?? null,
+          cancel_url: b.cancel_url ?? null,
+          payment_status: 'unpaid',
+          status: 'open',
+          subscription: null,
+          url: `${url}/pay/${id}`,
+        }),
+      ];
     }
     if (req.method === 'POST' && req.path === '/v1/billing_portal/sessions') {
+      const invalid = validate('POST /v1/billing_portal/sessions', req.body);
+      if (invalid) return invalid;
       const b = req.body as Record<string, any>;
-      if (!b.customer) return [400, stripeError('invalid_request_error', 'parameter_missing', 'Missing required param: customer.')];
+      if (!b.customer) {
+        return [400, stripeError({ type: 'invalid_request_error', code: 'parameter_missing', param: 'customer', message: 'Missing required param: customer.' })];
+      }
+      if (!customers.has(b.customer)) return [400, missing('customer', b.customer, 'customer')];
       const id = newId('bps_');
-      return [200, {
-        ...PORTAL_SESSION,
-        id,
-        created: now(),
-        customer: b.customer,
-        return_url: b.return_url ?? null,
-        url: `${url}/portal/${id}`,
-      }];
+      return [
+        200,
+        {
+          ...fixture('billing_portal.session'),
+          id,
+          created: now(),
+          customer: b.customer,
+          livemode: false,
+          return_url: b.return_url ?? null,
+          url: `${url}/portal/${id}`,
+        },
+      ];
     }
-    return [404, stripeError('invalid_request_error', undefined, `Unrecognized request URL (${req.method}: ${req.path}).`)];
+    return [404, stripeError({ type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${req.path}).` })];
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -151,13 +223,36 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       headers: req.headers,
     };
     requests.push(recorded);
-    const failure = failures.shift();
+    const failure = failures.shift() ?? [...pathFailures].find(([prefix]) => recorded.path.startsWith(prefix))?.[1];
     if (failure === 'reset') return void req.socket.destroy();
     if (failure === 'hang') return;
-    const [status, body] = failure
-      ? [failure.status, stripeError(failure.type ?? typeFor(failure.status), failure.code, failure.message ?? 'Injected failure')]
-      : route(recorded);
-    res.writeHead(status, { 'Content-Type': 'application/json', 'Request-Id': newId('req_') });
+    const headers: Record<string, string> = { 'Content-Type': 'application/json', 'Request-Id': newId('req_') };
+    const key = req.headers['idempotency-key'];
+    const fingerprint = `${recorded.method} ${recorded.path} ${raw}`;
+    const replay = typeof key === 'string' && recorded.method === 'POST' ? idempotent.get(key) : undefined;
+    let status: number;
+    let body: unknown;
+    if (failure) {
+      status = failure.status;
+      body = stripeError({ ...failure, type: failure.type ?? typeFor(failure.status), message: failure.message ?? 'Injected failure' });
+    } else if (replay && replay.fingerprint !== fingerprint) {
+      status = 400;
+      body = stripeError({
+        type: 'idempotency_error',
+        message:
+          'Keys for idempotent requests can only be used with the same parameters they were first used with. ' +
+          `Try using a key other than '${key}' if you meant to execute a different request.`,
+      });
+    } else if (replay) {
+      [status, body] = [replay.status, replay.body];
+      headers['Idempotent-Replayed'] = 'true';
+    } else {
+      [status, body] = route(recorded);
+      // The provider keeps the answer under the key once it executed the request (never a 5xx).
+      if (typeof key === 'string' && recorded.method === 'POST' && status < 500) idempotent.set(key, { fingerprint, status, body });
+    }
+    if (status >= 400) headers['Stripe-Should-Retry'] = String(status >= 500 || status === 429 || status === 409);
+    res.writeHead(status, headers);
     res.end(JSON.stringify(body));
   };
 
@@ -169,12 +264,31 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     url,
     requests,
     sessions,
+    subscriptions,
     addCheckoutSession,
+    addSubscription: (overrides) => {
+      const subscription: Record<string, any> = { ...fixture('subscription'), livemode: false, metadata: {}, ...overrides };
+      subscriptions.set(subscription.id, subscription);
+      return subscription;
+    },
+    events,
+    addEvent: (event) => void events.push(event),
+    addCustomer: (id = newId('cus_')) => {
+      customers.add(id);
+      return id;
+    },
+    deleteCustomer: (id) => void customers.delete(id),
+    addPrice: (id) => void prices.add(id),
     failNext: (count, failure) => failures.push(...Array<Failure>(count).fill(failure)),
+    failPath: (prefix, failure) => void (failure ? pathFailures.set(prefix, failure) : pathFailures.delete(prefix)),
     reset: () => {
       requests.length = 0;
       failures = [];
+      pathFailures.clear();
       sessions.clear();
+      subscriptions.clear();
+      idempotent.clear();
+      events.length = 0;
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -182,6 +296,79 @@ export async function startFakeProvider(): Promise<FakeProvider> {
         server.close(() => resolve());
       }),
   };
+}
+
+/** Checks form parameters against the operation's schema; answers the provider's 400 for the first offence. */
+function validate(operation: string, params: Record<string, unknown>): [number, unknown] | undefined {
+  const problem = check(API.operations[operation].params, params, '');
+  return problem && [400, stripeError({ type: 'invalid_request_error', ...problem })];
+}
+
+function check(schema: Record<string, Schema>, params: Record<string, unknown>, prefix: string): Problem | undefined {
+  for (const [name, value] of Object.entries(params)) {
+    const param = prefix ? `${prefix}[${name}]` : name;
+    const rule = schema[name];
+    if (rule === undefined) return { code: 'parameter_unknown', param, message: `Received unknown parameter: ${param}` };
+    const problem = checkValue(rule, value, param);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+function checkValue(schema: Schema, value: unknown, param: string): Problem | undefined {
+  if (schema === 'any') return undefined;
+  const rule: Rule = typeof schema === 'string' ? { type: schema } : schema;
+  const invalid = (message: string): Problem => ({ param, message });
+  const isHash = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  switch (rule.type) {
+    case 'string':
+      if (typeof value !== 'string') return invalid(`Invalid string: ${param} must be a string.`);
+      if (rule.maxLength !== undefined && value.length > rule.maxLength) {
+        return { code: 'string_length', param, message: `Invalid string: must be at most ${rule.maxLength} characters` };
+      }
+      return undefined;
+    case 'integer':
+      return typeof value === 'string' && /^-?\d+$/.test(value) ? undefined : invalid(`Invalid integer: ${String(value)}`);
+    case 'enum':
+      return typeof value === 'string' && rule.values!.includes(value) ? undefined : invalid(`Invalid ${param}: must be one of ${rule.values!.join(', ')}`);
+    case 'metadata': {
+      if (!isHash(value)) return invalid(`Invalid object: ${param} must be a hash.`);
+      const entries = Object.entries(value);
+      if (entries.length > 50) return invalid(`Invalid ${param}: at most 50 keys.`);
+      for (const [k, v] of entries) {
+        if (k.length > 40) return invalid(`Metadata keys can have up to 40 characters; "${k}" has ${k.length}.`);
+        if (typeof v !== 'string' || v.length > 500) return invalid(`Metadata values can have up to 500 characters (${param}[${k}]).`);
+      }
+      return undefined;
+    }
+    case 'object':
+      return isHash(value) ? check(rule.keys!, value, param) : invalid(`Invalid object: ${param} must be a hash.`);
+    case 'array': {
+      if (!Array.isArray(value)) return invalid(`Invalid array: ${param} must be an array.`);
+      const items = rule.items!;
+      const ofScalars = typeof items === 'string' || typeof (items as Rule).type === 'string';
+      for (const [i, item] of value.entries()) {
+        const at = `${param}[${i}]`;
+        const problem = ofScalars
+          ? checkValue(items as Schema, item, at)
+          : isHash(item)
+            ? check(items as Record<string, Schema>, item, at)
+            : invalid(`Invalid object: ${at} must be a hash.`);
+        if (problem) return problem;
+      }
+      return undefined;
+    }
+    default:
+      throw new Error(`provider-api.json: unknown type ${rule.type}`);
+  }
+}
+
+function fixture(name: string): Record<string, any> {
+  return structuredClone((providerFixtures as Record<string, Record<string, any>>)[name]);
+}
+
+function missing(resource: string, id: string, param: string) {
+  return stripeError({ type: 'invalid_request_error', code: 'resource_missing', param, message: `No such ${resource}: '${id}'` });
 }
 
 export const FAKE_SECRET_KEY = 'sk_test_fake_provider_key';
@@ -213,8 +400,17 @@ export function parseForm(params: URLSearchParams): Record<string, unknown> {
   return root;
 }
 
-function stripeError(type: string, code: string | undefined, message: string) {
-  return { error: { type, ...(code ? { code } : {}), message } };
+/** The provider's error object. */
+function stripeError(e: { type: string; code?: string; param?: string; message: string }) {
+  return {
+    error: {
+      ...(e.code ? { code: e.code, doc_url: `https://docs.stripe.com/error-codes/${e.code.replace(/_/g, '-')}` } : {}),
+      message: e.message,
+      ...(e.param ? { param: e.param } : {}),
+      request_log_url: `https://dashboard.stripe.com/test/logs/${newId('req_')}`,
+      type: e.type,
+    },
+  };
 }
 
 function typeFor(status: number): string {
@@ -232,4 +428,3 @@ function readBody(req: IncomingMessage): Promise<string> {
 
 const newId = (prefix: string) => `${prefix}${randomBytes(12).toString('hex')}`;
 const now = () => Math.floor(Date.now() / 1000);
-const clone = <T>(value: T): T => structuredClone(value);

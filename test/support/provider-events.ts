@@ -21,6 +21,8 @@ export interface SubscriptionOptions {
   periodStart?: number;
   periodEnd?: number;
   legacy?: boolean;
+  /** The item's price id (default: a random one no PAYPROVIDER_PRICE_<TIER> lists). */
+  price?: string;
 }
 
 export function subscriptionObject(o: SubscriptionOptions = {}): Record<string, any> {
@@ -33,7 +35,7 @@ export function subscriptionObject(o: SubscriptionOptions = {}): Record<string, 
   if (o.organisationId) metadata.organisation_id = o.organisationId;
   if (source === 'subscription_metadata') metadata.tier = tier;
   const price = {
-    id: providerId('price'),
+    id: o.price ?? providerId('price'),
     object: 'price',
     active: true,
     billing_scheme: 'per_unit',
@@ -99,7 +101,12 @@ export interface InvoiceOptions {
   created?: number;
   hostedInvoiceUrl?: string | null;
   legacy?: boolean;
+  /** The line's price id (default TEST_PRICE_PRO, which the webhook tests configure as the pro price). */
+  price?: string;
 }
+
+/** The price id that test apps list in PAYPROVIDER_PRICE_PRO: an invoice line with it is this service's. */
+export const TEST_PRICE_PRO = 'price_test_pro';
 
 export function invoiceObject(o: InvoiceOptions = {}): Record<string, any> {
   const id = o.id ?? providerId('in');
@@ -121,6 +128,9 @@ export function invoiceObject(o: InvoiceOptions = {}): Record<string, any> {
     period: { start, end },
     quantity: 1,
   };
+  const price = o.price ?? TEST_PRICE_PRO;
+  if (o.legacy) line.price = { id: price, object: 'price' };
+  else line.pricing = { type: 'price_details', price_details: { price, product: 'prod_QXg1hqf4jFNsqG' } };
   line.parent = o.legacy
     ? undefined
     : {

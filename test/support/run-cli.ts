@@ -1,5 +1,9 @@
+import { INestApplicationContext } from '@nestjs/common';
 import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runCommandLine } from '../../src/cli/cli';
 
 export const ROOT = join(__dirname, '..', '..');
 
@@ -10,11 +14,32 @@ export interface CliResult {
   json: any;
 }
 
+type Env = Record<string, string | undefined>;
+
+/**
+ * Runs one command line of the operator CLI in this process: the same code as `npm run cli` (argument
+ * parsing, configuration from `env`, output and exit code), without paying a process start per command.
+ * The commands run on their own application context opened from `env`, as the CLI does, or on `opts.app`
+ * (a test app on the same database and configuration), which saves opening one per command.
+ * runCli below is the real process, for what only it can show.
+ */
+export async function cli(args: string[], env: Env, opts: { app?: INestApplicationContext } = {}): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCommandLine(args, {
+    env: { NODE_ENV: 'test', LOG_LEVEL: 'silent', DATA_DIR: mkdtempSync(join(tmpdir(), 'billing-cli-')), ...env },
+    stdout: (text) => void (stdout += text),
+    stderr: (text) => void (stderr += text),
+    open: opts.app ? async () => ({ app: opts.app!, close: async () => undefined }) : undefined,
+  });
+  return { code, stdout, stderr, json: parse(stdout) };
+}
+
 /** Runs the built operator CLI (`npm test` builds first) as a separate process. */
-export function runCli(args: string[], env: Record<string, string | undefined>): Promise<CliResult> {
+export function runCli(args: string[], env: Env, opts: { cwd?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'cli', 'main.js'), ...args], {
-      cwd: ROOT,
+      cwd: opts.cwd ?? ROOT,
       env: { PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env },
     });
     let stdout = '';
@@ -22,14 +47,14 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code) => {
-      let json: unknown;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    });
+    child.on('close', (code) => resolve({ code, stdout, stderr, json: parse(stdout) }));
   });
+}
+
+function parse(stdout: string): unknown {
+  try {
+    return JSON.parse(stdout);
+  } catch {
+    return undefined;
+  }
 }

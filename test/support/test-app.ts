@@ -12,6 +12,8 @@ import { IdentityService } from '../../src/identity/identity.service';
 import { Role } from '../../src/identity/membership.entity';
 import { SessionService } from '../../src/identity/session.service';
 import { createTestDatabase } from './databases';
+import { activePgBouncer } from './pgbouncer';
+import { TEST_PRICE_PRO } from './provider-events';
 
 export const TEST_WEBHOOK_SECRET = 'whsec_test_secret';
 
@@ -23,6 +25,8 @@ export function testConfig(databaseUrl: string, env: Record<string, string | und
     PAYPROVIDER_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
     LOG_LEVEL: 'silent',
     DATA_DIR: mkdtempSync(join(tmpdir(), 'billing-data-')),
+    // Invoice lines built by test/support/provider-events.ts carry this price: they are this service's.
+    PAYPROVIDER_PRICE_PRO: TEST_PRICE_PRO,
     ...env,
   });
 }
@@ -35,6 +39,7 @@ export interface TestApp {
   /** Base URL of the listening server (http://127.0.0.1:port). */
   baseUrl: string;
   http: () => ReturnType<typeof request>;
+  /** The database itself (never the pooler): give it to another instance, or to assertions' own clients. */
   databaseUrl: string;
   close(): Promise<void>;
 }
@@ -47,11 +52,17 @@ export interface TestAppOptions {
   logLines?: string[];
 }
 
-/** Starts the real app, listening on a random port, against its own fresh database. */
+/**
+ * Starts the real app, listening on a random port, against its own fresh database; through PgBouncer in
+ * transaction mode when the spec file asked for it (`throughPgBouncer()`, test/support/pgbouncer.ts).
+ */
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const fresh = opts.databaseUrl ? undefined : await createTestDatabase();
   const databaseUrl = opts.databaseUrl ?? fresh!.url;
-  const config = testConfig(databaseUrl, opts.env);
+  const bouncer = activePgBouncer();
+  const config = bouncer
+    ? testConfig(bouncer.urlFor(databaseUrl), { DATABASE_DIRECT_URL: databaseUrl, ...opts.env })
+    : testConfig(databaseUrl, opts.env);
   const logger = opts.logLines
     ? pino({ level: 'debug' }, { write: (line: string) => void opts.logLines!.push(line) })
     : pino({ level: 'silent' });

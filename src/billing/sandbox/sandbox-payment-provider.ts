@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { providerCalls } from '../../ops/metrics';
 import { CheckoutSessionInfo, CreateCheckoutInput, PaymentProvider, PaymentProviderError } from '../payment-provider.port';
+import { ProviderEvent } from '../provider-event';
 import { nowSeconds } from './provider-events';
 import { SandboxStore } from './sandbox.store';
 import { SandboxUrls } from './sandbox-urls';
@@ -43,6 +44,10 @@ export class SandboxPaymentProvider extends PaymentProvider {
 
   createCheckoutSession(input: CreateCheckoutInput): Promise<{ id: string; url: string }> {
     return this.call('checkout.sessions.create', async () => {
+      // Like the provider: a customer it does not know is refused, naming the parameter.
+      if (input.customerId && !(await this.store.customerExists(input.customerId))) {
+        throw new PaymentProviderError('not_found', `No such customer: '${input.customerId}'`, 'customer');
+      }
       const s = await this.store.createCheckout({
         tier: input.tier,
         metadata: { organisation_id: input.organisationId, tier: input.tier },
@@ -61,6 +66,18 @@ export class SandboxPaymentProvider extends PaymentProvider {
       if (!portal) throw new PaymentProviderError('not_found', `No such customer: ${customerId}`);
       return { url: this.urls.page(`/sandbox/portal/${portal.id}`) };
     });
+  }
+
+  retrieveSubscription(subscriptionId: string): Promise<Record<string, any>> {
+    return this.call('subscriptions.retrieve', async () => {
+      const subscription = await this.store.findSubscription(subscriptionId);
+      if (!subscription) throw new PaymentProviderError('not_found', `No such subscription: ${subscriptionId}`);
+      return subscription;
+    });
+  }
+
+  listEvents(types: readonly string[], createdGte: number): Promise<ProviderEvent[]> {
+    return this.call('events.list', () => this.store.listEvents(types, createdGte));
   }
 
   /** Times the call like the real adapter does; a database failure here is the provider being unavailable. */

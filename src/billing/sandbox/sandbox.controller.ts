@@ -125,7 +125,7 @@ export class SandboxController {
 
   /** With a real provider configured the sandbox's pages do not exist. */
   private enabled(): boolean {
-    return !this.config.providerSecretKey;
+    return this.config.provider === 'sandbox';
   }
 
   private send(res: Response, status: number, html: string) {

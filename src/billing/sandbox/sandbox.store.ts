@@ -95,6 +95,11 @@ export class SandboxStore {
     return row;
   }
 
+  async customerExists(id: string): Promise<boolean> {
+    const rows = await this.db.query(`SELECT 1 FROM sandbox_customers WHERE id = $1`, [id]);
+    return rows.length > 0;
+  }
+
   async findCheckout(id: string): Promise<SandboxCheckout | undefined> {
     const [row] = await this.db.query(`SELECT * FROM sandbox_checkout_sessions WHERE id = $1`, [id]);
     return row;
@@ -216,6 +221,21 @@ export class SandboxStore {
       await this.addEvent(m, portal.id, event);
       return true;
     });
+  }
+
+  /** The subscription as the provider's API would return it now. */
+  async findSubscription(id: string): Promise<Record<string, any> | undefined> {
+    const [row] = await this.db.query(`SELECT * FROM sandbox_subscriptions WHERE id = $1`, [id]);
+    return row && subscriptionObject(toState(row));
+  }
+
+  /** The sandbox's own event log, as the provider's `GET /v1/events` would list it (delivered or not). */
+  async listEvents(types: readonly string[], createdGte: number): Promise<ProviderEvent[]> {
+    const rows = await this.db.query(
+      `SELECT payload FROM sandbox_events WHERE type = ANY($1) AND (payload ->> 'created')::bigint >= $2 ORDER BY seq`,
+      [types, createdGte],
+    );
+    return rows.map((r: { payload: ProviderEvent }) => r.payload);
   }
 
   async findInvoice(id: string): Promise<SandboxInvoice | undefined> {

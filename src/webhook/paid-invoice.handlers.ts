@@ -2,15 +2,25 @@ import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { HistoryService } from '../billing/history.service';
 import { EVENT_TYPES, idOf, isObject, ProviderEvent, secondsOf } from '../billing/provider-event';
+import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
+import { AppConfig } from '../config/app-config';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent, reasons } from './event-handler';
 import { OrganisationLinks } from './organisation-links';
+import { tierOfPrice } from './tier-resolution';
 
-/** invoice.payment_succeeded: one billing-history entry per invoice id. Changes no tier. */
+/**
+ * A paid invoice: one billing-history entry per invoice id, whichever of its events arrives (both
+ * `invoice.payment_succeeded` and `invoice.paid`, which also covers invoices paid out of band). Changes no
+ * tier. An invoice often arrives before its subscription: when its organisation is not known yet it waits
+ * (unmatched) if its lines carry a price of this service or its subscription is known; else it is another
+ * product's (ignored).
+ */
 @Injectable()
-@HandlesEvent(EVENT_TYPES.invoicePaymentSucceeded)
-export class InvoicePaidHandler implements EventHandler {
+abstract class PaidInvoiceHandler implements EventHandler {
   constructor(
+    private readonly config: AppConfig,
     private readonly links: OrganisationLinks,
+    private readonly subscriptions: ProviderSubscriptions,
     private readonly history: HistoryService,
   ) {}
 
@@ -35,6 +45,7 @@ export class InvoicePaidHandler implements EventHandler {
       return failed('invoice_invalid', 'currency is not a three-letter code', ids);
     }
 
+    const known = subscriptionId ? await this.subscriptions.find(manager, subscriptionId) : undefined;
     const match = await this.links.resolve(
       manager,
       [
@@ -43,10 +54,13 @@ export class InvoicePaidHandler implements EventHandler {
         invoice.metadata?.organisation_id,
       ],
       customerId,
-      subscriptionId,
+      known,
     );
+    if (match.conflict) return failed('organisation_conflict', match.conflict, ids);
     const organisationId = match.organisationId;
     if (!organisationId) {
+      const ours = lines.some((line) => tierOfPrice(priceOf(line), this.config.providerPrices));
+      if (!ours) return { ...ids, status: 'ignored', reason: 'not an invoice of this service: no organisation and no price of ours' };
       return { ...ids, status: 'unmatched', reason: match.note ?? 'no organisation is linked to this customer or subscription yet' };
     }
     const period = periodOf(invoice, lines);
@@ -59,7 +73,7 @@ export class InvoicePaidHandler implements EventHandler {
       periodStart: period.start,
       periodEnd: period.end,
       paidAt: secondsOf(invoice.status_transitions?.paid_at) ?? secondsOf(invoice.created) ?? event.created,
-      hostedInvoiceUrl: typeof invoice.hosted_invoice_url === 'string' ? invoice.hosted_invoice_url : null,
+      hostedInvoiceUrl: invoiceUrl(invoice.hosted_invoice_url, this.config),
     });
     return {
       ...ids,
@@ -68,6 +82,40 @@ export class InvoicePaidHandler implements EventHandler {
       reason: reasons(match.note, recorded ? undefined : `invoice ${invoiceId} was already recorded`),
     };
   }
+}
+
+@Injectable()
+@HandlesEvent(EVENT_TYPES.invoicePaymentSucceeded)
+export class InvoicePaymentSucceededHandler extends PaidInvoiceHandler {}
+
+@Injectable()
+@HandlesEvent(EVENT_TYPES.invoicePaid)
+export class InvoicePaidHandler extends PaidInvoiceHandler {}
+
+/**
+ * Only an https: URL is handed on to the web app (a `javascript:` one would run in its page). The one
+ * exception: the sandbox's own invoice pages, served over http on a laptop.
+ */
+function invoiceUrl(value: unknown, config: AppConfig): string | null {
+  if (typeof value !== 'string' || value.length > 2048) return null;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return null;
+  }
+  if (url.protocol === 'https:') return value;
+  const sandboxPage =
+    config.provider === 'sandbox' &&
+    url.protocol === 'http:' &&
+    url.pathname.startsWith('/sandbox/invoices/') &&
+    (url.origin === config.publicUrl?.origin || url.hostname === 'localhost');
+  return sandboxPage ? value : null;
+}
+
+/** A line's price: today `pricing.price_details.price`, before `price` (an object or an id). */
+function priceOf(line: Record<string, any>): string | undefined {
+  return idOf(line.pricing?.price_details?.price) ?? idOf(line.price) ?? idOf(line.plan);
 }
 
 function linesOf(invoice: Record<string, any>): Record<string, any>[] {

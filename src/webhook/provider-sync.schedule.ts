@@ -1,0 +1,80 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import { providerSyncRuns } from '../ops/metrics';
+import { ProviderSync } from './provider-sync.service';
+
+const JOB = 'provider_sync';
+
+/**
+ * With PROVIDER_SYNC_INTERVAL_S set, runs the reconciliation that often, on one instance at a time: each
+ * tick tries to take the job's lease row in PostgreSQL (job_leases); only the instance that gets it runs,
+ * and a holder that dies frees it by expiry. Never blocks requests (a timer, not a request), and a failed
+ * run is logged and tried again at the next tick; it never stops the service.
+ */
+@Injectable()
+export class ProviderSyncSchedule implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('ProviderSync');
+  private readonly holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly sync: ProviderSync,
+    private readonly config: AppConfig,
+  ) {}
+
+  onApplicationBootstrap() {
+    const interval = this.config.providerSyncIntervalS;
+    if (!interval) return;
+    this.timer = setInterval(() => void this.tick(), interval * 1000);
+    this.timer.unref();
+  }
+
+  async onApplicationShutdown() {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One tick: run if this instance gets the lease (and is not still running the previous one). */
+  async tick(): Promise<'ran' | 'skipped'> {
+    if (this.running) return 'skipped';
+    // The lease outlives the longest run we expect; a longer run could overlap one other run, never corrupt.
+    const leaseS = Math.max(2 * (this.config.providerSyncIntervalS ?? 0), 600);
+    const [lease] = await this.db
+      .query(
+        `INSERT INTO job_leases AS l (name, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
+         ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+         WHERE l.expires_at < now()
+         RETURNING holder`,
+        [JOB, this.holder, leaseS],
+      )
+      .catch((err: Error) => {
+        this.logger.error({ msg: 'provider sync: could not take the lease; trying at the next interval', err });
+        return [];
+      });
+    if (!lease) return 'skipped';
+    this.running = this.runOnce().finally(() => (this.running = undefined));
+    await this.running;
+    return 'ran';
+  }
+
+  private async runOnce(): Promise<void> {
+    try {
+      const summary = await this.sync.run();
+      providerSyncRuns.inc({ outcome: 'ok' });
+      this.logger.log({ msg: 'provider sync done', ...summary });
+    } catch (err) {
+      providerSyncRuns.inc({ outcome: 'failed' });
+      this.logger.error({ msg: 'provider sync failed; trying again at the next interval', err });
+    } finally {
+      await this.db
+        .query(`UPDATE job_leases SET expires_at = now() WHERE name = $1 AND holder = $2`, [JOB, this.holder])
+        .catch(() => undefined);
+    }
+  }
+}

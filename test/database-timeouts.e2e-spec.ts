@@ -1,0 +1,110 @@
+import { Client, Query } from 'pg';
+import { counters, errorBody } from './licensing-fixtures';
+import { invoiceObject, invoicePaidEvent } from './support/provider-events';
+import { createOrganisation, startTestApp, TestApp } from './support/test-app';
+import { deliver } from './support/webhook-signing';
+
+const KEY = 'svc-key-timeouts';
+
+/** SHOW statement_timeout as the session has it: a pg Query object is sent as it is, with nothing added. */
+const sessionStatementTimeout = (client: Client) =>
+  new Promise<string>((resolve, reject) =>
+    client.query(
+      new Query('SHOW statement_timeout', undefined, (err: Error | undefined, res: { rows: { statement_timeout: string }[] }) =>
+        err ? reject(err) : resolve(res.rows[0].statement_timeout),
+      ),
+    ),
+  );
+
+/**
+ * DATABASE_STATEMENT_TIMEOUT_MS: a request that fails because the database was slow has committed
+ * nothing. Rows are held locked by another connection; the app's statements wait on them until the
+ * server cancels them. test/pgbouncer/database-timeouts.e2e-spec.ts runs this file again behind PgBouncer.
+ */
+describe('the statement timeout: a 5xx because the database was slow has committed nothing', () => {
+  let t: TestApp;
+  let locker: Client;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { SERVICE_API_KEYS: KEY, DATABASE_STATEMENT_TIMEOUT_MS: '1000' } });
+    locker = new Client({ connectionString: t.databaseUrl });
+    locker.on('error', () => undefined);
+    await locker.connect();
+  });
+  afterAll(async () => {
+    await locker.end();
+    await t.close();
+  });
+
+  const report = (body: object) => t.http().post('/api/licensing/usage').set('X-Service-Key', KEY).send(body);
+
+  /** Statements of the app's database that wait for a lock right now. */
+  const waiting = async () =>
+    (
+      await locker.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
+      )
+    ).rows[0].n as number;
+
+  it('a usage report blocked on its counter row: 503, nothing counted, no key kept; the retry counts once', async () => {
+    const org = (await createOrganisation(t)).id;
+    await report({ organisation_id: org, metric: 'projects', amount: 1 }).expect(200);
+    const before = await counters(t, org);
+
+    await locker.query('BEGIN');
+    await locker.query(`SELECT used FROM usage_counters WHERE organisation_id = $1 AND metric = 'projects' FOR UPDATE`, [org]);
+    // With a key: a transaction (key row, then counter). Without: one statement on its own.
+    const keyed = await report({ organisation_id: org, metric: 'projects', amount: 1, idempotency_key: 'job-1' });
+    const single = await report({ organisation_id: org, metric: 'projects', amount: 1 });
+    for (const res of [keyed, single]) {
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual(errorBody(503, 'database_timeout'));
+    }
+    // The server cancelled them: nothing of theirs is still waiting to commit once the lock goes.
+    expect(await waiting()).toBe(0);
+    await locker.query('COMMIT');
+
+    expect(await counters(t, org)).toEqual(before);
+    expect(await t.db.query(`SELECT key FROM usage_idempotency_keys WHERE organisation_id = $1`, [org])).toEqual([]);
+    const retry = await report({ organisation_id: org, metric: 'projects', amount: 1, idempotency_key: 'job-1' }).expect(200);
+    expect(retry.body.used).toBe(2);
+    const again = await report({ organisation_id: org, metric: 'projects', amount: 1, idempotency_key: 'job-1' }).expect(200);
+    expect(again.body).toEqual(retry.body);
+    expect((await counters(t, org)).find((c: { metric: string }) => c.metric === 'projects').used).toBe(2);
+  });
+
+  it('a webhook blocked on billing history: 503, nothing in the ledger; the redelivery is applied once', async () => {
+    const org = (await createOrganisation(t)).id;
+    const event = invoicePaidEvent(invoiceObject({ organisationId: org }));
+
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE billing_history IN EXCLUSIVE MODE');
+    const res = await deliver(t.app.getHttpServer(), event);
+    expect(res.status).toBe(503);
+    expect(await waiting()).toBe(0);
+    await locker.query('COMMIT');
+
+    expect(await t.db.query(`SELECT id FROM webhook_events WHERE id = $1`, [event.id])).toEqual([]);
+    expect((await deliver(t.app.getHttpServer(), event)).status).toBe(200);
+    const rows = await t.db.query(`SELECT count(*)::int AS n FROM billing_history WHERE organisation_id = $1`, [org]);
+    expect(rows[0].n).toBe(1);
+  });
+
+  it('is SET LOCAL: in force for every statement, never left on the session for the next one', async () => {
+    const runner = t.db.createQueryRunner();
+    try {
+      const client = (await runner.connect()) as Client;
+      // (With an isolation level too, which must come before the transaction's first query.)
+      await runner.startTransaction('SERIALIZABLE');
+      expect((await runner.query('SHOW statement_timeout'))[0].statement_timeout).toBe('1s');
+      expect((await runner.query('SHOW transaction_isolation'))[0].transaction_isolation).toBe('serializable');
+      await runner.commitTransaction();
+      // A statement on its own gets it too (read back inside its own implicit transaction)...
+      expect((await runner.query('SHOW statement_timeout'))[0].statement_timeout).toBe('1s');
+      // ...and the session keeps the server's default.
+      expect(await sessionStatementTimeout(client)).toBe('0');
+    } finally {
+      await runner.release();
+    }
+  });
+});

@@ -1,0 +1,136 @@
+import * as pg from 'pg';
+import { invoiceObject, invoicePaidEvent, subscriptionEvent, subscriptionObject } from './support/provider-events';
+import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
+import { deliver } from './support/webhook-signing';
+
+const KEY = 'svc-key-plans';
+
+interface Statement {
+  text: string;
+  values: unknown[];
+}
+
+/** Every statement the app sends to PostgreSQL while `work` runs (its text and values, as pg sends them). */
+async function statementsOf(work: () => Promise<unknown>): Promise<Statement[]> {
+  // The app's connections are pg.Client subclasses (database/statement-guard.ts) that end in pg's own query().
+  const capture = jest.spyOn(pg.Client.prototype, 'query');
+  let calls: [{ text?: unknown; values?: unknown[] }][];
+  try {
+    await work();
+  } finally {
+    calls = [...capture.mock.calls] as unknown as typeof calls;
+    capture.mockRestore();
+  }
+  return calls
+    .map(([query]) => ({ text: query?.text, values: query?.values ?? [] }))
+    .filter((s): s is Statement => typeof s.text === 'string' && !/^\s*(START TRANSACTION|BEGIN|COMMIT|ROLLBACK|SHOW)\b/i.test(s.text));
+}
+
+/** A value as an SQL literal of the text pg would send for it. */
+function literal(client: pg.Client, value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (Buffer.isBuffer(value)) return `'\\x${value.toString('hex')}'`;
+  if (Array.isArray(value)) return client.escapeLiteral(`{${value.map((e) => `"${String(e).replace(/["\\]/g, '\\$&')}"`).join(',')}}`);
+  if (value instanceof Date) return `'${value.toISOString()}'`;
+  if (typeof value === 'object') return client.escapeLiteral(JSON.stringify(value));
+  return client.escapeLiteral(String(value));
+}
+
+/** Tables a plan reads with a sequential scan. */
+function seqScans(plan: any): string[] {
+  const found: string[] = [];
+  const walk = (node: any) => {
+    if (node['Node Type'] === 'Seq Scan') found.push(node['Relation Name']);
+    for (const child of node.Plans ?? []) walk(child);
+  };
+  walk(plan);
+  return found;
+}
+
+/**
+ * The plans of the hot statements use index paths. Sequential scans are disabled (`enable_seqscan = off`):
+ * the planner then still picks one only where no index can serve, so a tiny test database tells the same
+ * as a big one. Both the generic plan (what a named statement settles on) and a custom one are checked.
+ * `npm run bench` with BENCH_SCALE=1 measures the same statements on a million organisations.
+ */
+describe('hot statements use index paths', () => {
+  let t: TestApp;
+  let admin: pg.Client;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { SERVICE_API_KEYS: KEY } });
+    admin = new pg.Client({ connectionString: t.databaseUrl });
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin.end();
+    await t.close();
+  });
+
+  async function explain(statement: Statement): Promise<string[]> {
+    const scans: string[] = [];
+    await admin.query('BEGIN');
+    try {
+      await admin.query('SET LOCAL enable_seqscan = off');
+      await admin.query(`PREPARE hot AS ${statement.text}`);
+      const args = statement.values.length ? `(${statement.values.map((v) => literal(admin, v)).join(', ')})` : '';
+      for (const mode of ['force_generic_plan', 'force_custom_plan']) {
+        await admin.query(`SET LOCAL plan_cache_mode = ${mode}`);
+        const { rows } = await admin.query(`EXPLAIN (FORMAT JSON) EXECUTE hot${args}`);
+        scans.push(...seqScans(rows[0]['QUERY PLAN'][0].Plan));
+      }
+    } finally {
+      await admin.query('ROLLBACK');
+      await admin.query('DEALLOCATE ALL');
+    }
+    return [...new Set(scans)];
+  }
+
+  it('the check itself: a statement no index serves is caught', async () => {
+    expect(await explain({ text: 'SELECT id FROM webhook_events WHERE type = $1', values: ['invoice.paid'] })).toEqual(['webhook_events']);
+  });
+
+  it.each([
+    ['the status read', 'status'],
+    ['the session lookup (GET /api/me)', 'me'],
+    ['a usage write, without and with an idempotency key', 'usage'],
+    ['the webhook: ledger claim and effects of subscription and invoice events', 'webhook'],
+  ])('%s', async (_label, path) => {
+    const org = (await createOrganisation(t)).id;
+    const user = await createUserWithSession(t, { org, role: 'owner' });
+    const sub = subscriptionObject({ organisationId: org, tier: 'pro' });
+    const paths: Record<string, () => Promise<unknown>> = {
+      status: () => t.http().get(`/api/licensing/status?organisation_id=${org}`).set(user.auth).expect(200),
+      me: () => t.http().get('/api/me').set(user.auth).expect(200),
+      usage: async () => {
+        const report = (body: object) => t.http().post('/api/licensing/usage').set('X-Service-Key', KEY).send(body).expect(200);
+        await report({ organisation_id: org, metric: 'projects', amount: 1 });
+        await report({ organisation_id: org, metric: 'ai_tokens', amount: 10, idempotency_key: 'job-1' });
+        await report({ organisation_id: org, metric: 'ai_tokens', amount: 10, idempotency_key: 'job-1' });
+      },
+      webhook: async () => {
+        const server = t.app.getHttpServer();
+        // An invoice before its subscription (unmatched), then the subscription that links it, then more.
+        const early = invoicePaidEvent(invoiceObject({ subscription: sub.id, customer: sub.customer }));
+        for (const event of [
+          early,
+          subscriptionEvent('created', sub, { created: 100 }),
+          subscriptionEvent('updated', { ...sub, status: 'past_due' }, { created: 200 }),
+          invoicePaidEvent(invoiceObject({ organisationId: org, subscription: sub.id, customer: sub.customer })),
+          subscriptionEvent('deleted', sub, { created: 300 }),
+        ]) {
+          expect((await deliver(server, event)).status).toBe(200);
+        }
+        expect((await deliver(server, early)).status).toBe(200); // a duplicate
+      },
+    };
+    const statements = await statementsOf(paths[path]);
+    expect(statements.length).toBeGreaterThan(0);
+    if (process.env.SHOW_PLANS) console.log(path, [...new Set(statements.map((st) => st.text.replace(/\s+/g, ' ').slice(0, 160)))]);
+    const offenders: string[] = [];
+    for (const statement of new Map(statements.map((s) => [s.text, s])).values()) {
+      const scans = await explain(statement);
+      if (scans.length) offenders.push(`${scans.join(', ')} ← ${statement.text.replace(/\s+/g, ' ').slice(0, 300)}`);
+    }
+    expect(offenders).toEqual([]);
+  });
+});

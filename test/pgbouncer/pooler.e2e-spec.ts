@@ -1,0 +1,84 @@
+import { Client } from 'pg';
+import { MIGRATION_LOCK } from '../../src/database/migrate';
+import { createTestDatabase, migrationLockWaiters } from '../support/databases';
+import { activePgBouncer, throughPgBouncer } from '../support/pgbouncer';
+import { ServerProcess, spawnServer, waitFor } from '../support/server-process';
+import { createOrganisation, createUserWithSession, startTestApp, TestApp } from '../support/test-app';
+
+throughPgBouncer();
+
+describe('behind PgBouncer in transaction mode', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('the test PgBouncer is strict: a named statement or a session setting does not survive its transaction', async () => {
+    const client = new Client({ connectionString: activePgBouncer()!.urlFor(t.databaseUrl) });
+    await client.connect();
+    try {
+      const named = { name: 'probe', text: 'SELECT $1::int AS n', values: [1] };
+      await client.query(named);
+      await expect(client.query(named)).rejects.toMatchObject({ code: '26000' }); // prepared statement does not exist
+      await client.query(`SET statement_timeout = 1234`);
+      expect((await client.query('SHOW statement_timeout')).rows[0].statement_timeout).toBe('0');
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('statements are unnamed by default once DATABASE_DIRECT_URL is another URL; named ones would fail here', async () => {
+    expect(t.config.databaseDirectUrl).toBe(t.databaseUrl);
+    expect(t.config.databaseUrl).not.toBe(t.databaseUrl);
+    expect(t.config.databaseNamedStatements).toBe(false);
+
+    const org = (await createOrganisation(t)).id;
+    const user = await createUserWithSession(t, { org });
+    const status = (app: TestApp) => app.http().get(`/api/licensing/status?organisation_id=${org}`).set(user.auth);
+    for (let i = 0; i < 5; i++) await status(t).expect(200);
+
+    // The same app told that the pooler keeps named statements (it does not): the repeated read fails.
+    const named = await startTestApp({ databaseUrl: t.databaseUrl, env: { DATABASE_NAMED_STATEMENTS: 'true', DATABASE_POOL_SIZE: '1' } });
+    try {
+      const codes = [];
+      for (let i = 0; i < 3; i++) codes.push((await status(named)).status);
+      expect(codes).toContain(500);
+    } finally {
+      await named.close();
+    }
+  });
+});
+
+describe('migrations behind PgBouncer', () => {
+  it('run over DATABASE_DIRECT_URL, whose session holds (and waits for) the migration lock', async () => {
+    const database = await createTestDatabase();
+    const locker = new Client({ connectionString: database.url });
+    await locker.connect();
+    await locker.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    let server: ServerProcess | undefined;
+    try {
+      server = await spawnServer({
+        DATABASE_URL: activePgBouncer()!.urlFor(database.url),
+        // Only the direct URL names this application: the waiting session shows which URL it came through.
+        DATABASE_DIRECT_URL: `${database.url}?application_name=via-direct-url`,
+        PAYPROVIDER_WEBHOOK_SECRET: 'whsec_pooler_test',
+      });
+      const waiters = await waitFor('the start to wait for the lock', async () => {
+        const names = await migrationLockWaiters(locker);
+        return names.length ? names : undefined;
+      });
+      expect(waiters).toEqual(['via-direct-url']);
+      await locker.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      await server.healthy();
+      server.child.kill('SIGTERM');
+      expect((await server.exited).code).toBe(0);
+    } finally {
+      if (server?.child.exitCode === null) server.child.kill('SIGKILL');
+      await locker.end();
+      await database.drop();
+    }
+  });
+});

@@ -1,0 +1,74 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from './free-port';
+import { ROOT } from './run-cli';
+
+// The built server, as production runs it (`npm test` builds first; alone: `npm run build`).
+export const MAIN = join(ROOT, 'dist', 'src', 'main.js');
+
+/** Polls `probe` until it answers something other than undefined (a thrown error counts as not yet). */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  port: number;
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves once GET /api/health answers 200; rejects (with the output) if the process exits first. */
+  healthy(timeoutMs?: number): Promise<void>;
+}
+
+/** GET a path of a local server, without keep-alive; resolves with the status, or rejects on a socket error. */
+export function getStatus(port: number, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+  });
+}
+
+/** Starts `node dist/src/main.js` in an empty directory (no developer .env), with `env` on top of a minimal one. */
+export async function spawnServer(env: Record<string, string>, port?: number): Promise<ServerProcess> {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` first`);
+  const listenOn = port ?? (await freePort());
+  const dataDir = mkdtempSync(join(tmpdir(), 'billing-server-'));
+  const child = spawn(process.execPath, [MAIN], {
+    cwd: dataDir,
+    env: { PATH: process.env.PATH, NODE_ENV: 'test', PORT: String(listenOn), DATA_DIR: dataDir, LOG_LEVEL: 'info', ...env },
+  });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  let gone = false;
+  void exited.then(() => (gone = true));
+  return {
+    child,
+    port: listenOn,
+    output: () => output,
+    exited,
+    healthy: async (timeoutMs = 30_000) => {
+      const outcome = await waitFor(
+        'the service to become healthy',
+        async () => (gone ? 'exited' : (await getStatus(listenOn, '/api/health')) === 200 ? 'healthy' : undefined),
+        timeoutMs,
+      ).catch((err: Error) => err.message);
+      if (outcome !== 'healthy') throw new Error(`${outcome === 'exited' ? 'the service exited during start' : outcome}:\n${output}`);
+    },
+  };
+}
