@@ -3,16 +3,12 @@ import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { MetadataScanner, ModulesContainer, Reflector } from '@nestjs/core';
 import { ERROR_CODES } from '../src/common/error-codes';
 import { ROUTE_AUTH, RouteAuth } from '../src/common/route-auth.decorators';
+import { expressRoutes } from './support/express-routes';
 import { startTestApp, TestApp } from './support/test-app';
 
 /** Served by Swagger itself, on Express directly: the document does not describe them. */
 const DOCS_ROUTES = /^\/api\/docs(\/|-json$|$)/;
 const ERROR_SCHEMA = '#/components/schemas/ErrorResponse';
-
-interface Route {
-  method: string;
-  path: string;
-}
 
 interface Operation {
   security?: Record<string, string[]>[];
@@ -20,20 +16,6 @@ interface Operation {
 }
 
 type Paths = Record<string, Record<string, Operation>>;
-
-/** What Express actually serves: every route layer on the app's router (Express 5: `app.router`). */
-function registeredRoutes(app: INestApplication): Route[] {
-  const stack: { route?: { path: string; methods: Record<string, boolean> } }[] =
-    app.getHttpAdapter().getInstance().router.stack;
-  return stack.flatMap((layer) =>
-    layer.route
-      ? Object.keys(layer.route.methods).map((method) => ({
-          method: method === '_all' ? 'ALL' : method.toUpperCase(),
-          path: layer.route!.path,
-        }))
-      : [],
-  );
-}
 
 interface HandlerFacts {
   /** The route's declaration (`@Public()`, `@Session()`, ...), the handler's own else its controller's. */
@@ -136,7 +118,7 @@ describe('OpenAPI document', () => {
   });
 
   it('documents every route the app serves, each protected one with its security and the error shape', () => {
-    const routes = registeredRoutes(t.app).filter((r) => !DOCS_ROUTES.test(r.path));
+    const routes = expressRoutes(t.app).filter((r) => !DOCS_ROUTES.test(r.path));
     const handlers = nestHandlers(t.app);
     // Sanity: the walk over Express found the routes we know exist, so an empty walk cannot pass.
     expect(routes).toEqual(expect.arrayContaining([{ method: 'GET', path: '/api/health' }, { method: 'GET', path: '/api/me' }]));
@@ -186,7 +168,7 @@ describe('OpenAPI document', () => {
   });
 
   it('documents no route the app does not serve', () => {
-    const served = new Set(registeredRoutes(t.app).map((r) => `${r.method} ${toOpenApiPath(r.path)}`));
+    const served = new Set(expressRoutes(t.app).map((r) => `${r.method} ${toOpenApiPath(r.path)}`));
     const ghosts = Object.entries(doc.paths).flatMap(([path, item]) =>
       Object.keys(item)
         .map((method) => `${method.toUpperCase()} ${path}`)

@@ -4,6 +4,7 @@ import { DiscoveryService, MetadataScanner, ModulesContainer, Reflector } from '
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROUTE_AUTH, RouteAuth } from '../src/common/route-auth.decorators';
+import { expressRoutes } from './support/express-routes';
 import { startTestApp, TestApp } from './support/test-app';
 
 /**
@@ -65,20 +66,6 @@ function nestRoutes(app: INestApplication): NestRoute[] {
     }
   }
   return routes;
-}
-
-/** What Express actually serves: every route layer on the app's router (Express 5: `app.router`). */
-function expressRoutes(app: INestApplication): { method: string; path: string }[] {
-  const stack: { route?: { path: string; methods: Record<string, boolean> } }[] =
-    app.getHttpAdapter().getInstance().router.stack;
-  return stack.flatMap((layer) =>
-    layer.route
-      ? Object.keys(layer.route.methods).map((method) => ({
-          method: method === '_all' ? 'ALL' : method.toUpperCase(),
-          path: layer.route!.path,
-        }))
-      : [],
-  );
 }
 
 /** The OpenAPI security requirements each declaration must document (each entry one alternative). */
