@@ -1,7 +1,9 @@
-import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn, Unique } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, PrimaryGeneratedColumn, Unique } from 'typeorm';
 
 @Entity('users')
 @Unique('users_email_key', ['email'])
+@Unique('users_external_id_key', ['externalId'])
+@Check('users_external_id_check', `char_length(external_id) BETWEEN 1 AND 255`)
 export class User {
   @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'users_pkey' })
   id: string;
@@ -9,6 +11,10 @@ export class User {
   /** Stored lower-case; unique. */
   @Column('text')
   email: string;
+
+  /** The web app's own id for this user (SPEC 3): a JWT's `sub` names the user by it. Unique. */
+  @Column('text', { name: 'external_id', nullable: true })
+  externalId: string | null;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
