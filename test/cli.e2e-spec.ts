@@ -40,7 +40,7 @@ describe('operator CLI with DATABASE_URL', () => {
     expect(expiresAt).toBeLessThanOrEqual(after + 600_000 + 1000);
 
     const me = await t.http().get('/api/me').set('Authorization', `Bearer ${session.json.token}`).expect(200);
-    expect(me.body.memberships).toEqual([{ organisation_id: org.json.id, role: 'owner' }]);
+    expect(me.body.organisations).toEqual([{ id: org.json.id, name: org.json.name, external_id: null, role: 'owner', tier: 'free' }]);
 
     const revoked = await cli(['session:revoke', '--token', session.json.token], env);
     expect(revoked.json).toEqual({ revoked: true });
@@ -160,7 +160,7 @@ describe('operator CLI on the embedded database, with and without the server run
     expect(session.code).toBe(0);
     const me = await fetch(`${base}/api/me`, { headers: { Authorization: `Bearer ${session.json.token}` } });
     expect(me.status).toBe(200);
-    expect(await me.json()).toMatchObject({ id: user.json.id, email: 'solo@example.com' });
+    expect(await me.json()).toMatchObject({ user: { id: user.json.id, email: 'solo@example.com' } });
 
     // Stopped: the CLI starts the same data on the recorded port, finds the session made while the server
     // ran (the data persisted), and stops the database again (the next test starts it on another port).

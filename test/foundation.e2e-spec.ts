@@ -60,9 +60,8 @@ describe('foundation: errors, request ids, sessions', () => {
       const user = await createUserWithSession(t, { org: org.id, role: 'admin' });
       const viaHeader = await t.http().get('/api/me').set(user.auth).expect(200);
       expect(viaHeader.body).toEqual({
-        id: user.id,
-        email: user.email,
-        memberships: [{ organisation_id: org.id, role: 'admin' }],
+        user: { id: user.id, email: user.email, external_id: null },
+        organisations: [{ id: org.id, name: org.name, external_id: null, role: 'admin', tier: 'free' }],
       });
       await t.http().get('/api/me').set('Cookie', `theme=dark; session=${encodeURIComponent(user.token)}`).expect(200);
     });

@@ -186,7 +186,7 @@ describe('graceful shutdown of the real process', () => {
     await locker.end();
     const [meReply, webhookReply] = await Promise.all([me, webhook]);
     expect(meReply.status).toBe(200);
-    expect(meReply.body.id).toBe(user.id);
+    expect(meReply.body.user.id).toBe(user.id);
     expect(webhookReply.status).toBe(200);
     const stored = await admin.query(`SELECT status FROM webhook_events WHERE id = $1`, ['evt_shutdown_inflight']);
     expect(stored.rows).toHaveLength(1);

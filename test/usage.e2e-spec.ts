@@ -94,11 +94,11 @@ describe('POST /api/licensing/usage', () => {
       expect(await counters(t, org)).toEqual(before);
     });
 
-    it('a member session alone cannot write usage (401), nor with a wrong key', async () => {
+    it('a member session alone cannot write usage (403), nor with a wrong key (401)', async () => {
       const member = await createUserWithSession(t, { org, role: 'owner' });
       const before = await counters(t, org);
-      const alone = await t.http().post('/api/licensing/usage').set(member.auth).send(valid()).expect(401);
-      expect(alone.body).toEqual(errorBody(401, 'service_key_required'));
+      const alone = await t.http().post('/api/licensing/usage').set(member.auth).send(valid()).expect(403);
+      expect(alone.body).toEqual(errorBody(403, 'session_not_accepted'));
       await t.http().post('/api/licensing/usage').set(member.auth).set('X-Service-Key', 'wrong').send(valid()).expect(401);
       expect(await counters(t, org)).toEqual(before);
     });

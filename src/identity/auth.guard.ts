@@ -55,6 +55,10 @@ export class RouteAuthGuard implements CanActivate {
         if (auth.verifiedBy === 'query') return this.requireSessionToken(req);
         return this.authenticateSession(req, http.getResponse<Response>(), auth.orgRole);
       case 'serviceKey':
+        // A user's credential where a back-end's key belongs is refused as such (403), not as "no key" (401).
+        if (req.headers[SERVICE_KEY_HEADER] === undefined && (req.headers.authorization || sessionToken(req))) {
+          throw new AppException('session_not_accepted', 'This route is for back-ends: send X-Service-Key, not a user session or token.');
+        }
         this.serviceKeys.verify(req.headers[SERVICE_KEY_HEADER]);
         return true;
       case 'sessionOrServiceKey':

@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
 import { LicensingModule } from '../licensing/licensing.module';
+import { AdminController } from './admin.controller';
 import { IdentityService } from './identity.service';
 import { MeController } from './me.controller';
 import { ServiceKeys } from './service-keys';
@@ -14,7 +15,7 @@ import { SessionStrategy } from './session.strategy';
 @Global()
 @Module({
   imports: [PassportModule, LicensingModule],
-  controllers: [MeController],
+  controllers: [MeController, AdminController],
   providers: [IdentityService, SessionService, SessionStrategy, ServiceKeys],
   exports: [IdentityService, SessionService, SessionStrategy, ServiceKeys],
 })

@@ -5,6 +5,7 @@ import { AppException, notAMember, roleRequired } from '../common/app-exception'
 import { AuthUser } from '../common/current-user.decorator';
 import { preparedQuery } from '../database/prepared';
 import { transaction } from '../database/transaction';
+import { accessSql } from './access.sql';
 import { MemberLimitPolicy } from './member-limit.port';
 import { Role } from './membership.entity';
 
@@ -32,6 +33,37 @@ export interface OrganisationRow {
   name: string;
 }
 
+export interface OrganisationRecord extends OrganisationRow {
+  external_id: string | null;
+}
+
+export interface UserRecord {
+  id: string;
+  email: string;
+  external_id: string | null;
+}
+
+export interface MembershipRecord {
+  organisation_id: string;
+  user_id: string;
+  role: Role;
+}
+
+const ORGANISATION_COLUMNS = 'id, name, external_id';
+const USER_COLUMNS = 'id, email, external_id';
+
+const emailTaken = (email: string) =>
+  new AppException('email_taken', `A user with email ${email.toLowerCase()} already exists.`);
+
+const lastOwner = (organisationId: string) =>
+  new AppException('last_owner', `Organisation ${organisationId} would be left without an owner: make another member owner first.`);
+
+/** Locks the organisation's row for the rest of the transaction (404 when it does not exist). */
+async function lockOrganisation(m: EntityManager, organisationId: string): Promise<void> {
+  const [org] = await m.query(`SELECT 1 FROM organisations WHERE id = $1 FOR UPDATE`, [organisationId]);
+  if (!org) throw organisationNotFound(organisationId);
+}
+
 @Injectable()
 export class IdentityService {
   constructor(
@@ -39,37 +71,79 @@ export class IdentityService {
     private readonly memberLimits: MemberLimitPolicy,
   ) {}
 
+  /** The operator CLI's create (`org:create`): always a new organisation. */
   async createOrganisation(name: string): Promise<OrganisationRow> {
     const [row] = await this.db.query(`INSERT INTO organisations (name) VALUES ($1) RETURNING id, name`, [name]);
     return row;
   }
 
   async createUser(email: string): Promise<{ id: string; email: string }> {
+    const { record, created } = await this.provisionUser(email);
+    if (!created) throw emailTaken(email);
+    return { id: record.id, email: record.email };
+  }
+
+  /**
+   * The provisioning API's create: a new organisation, or the existing one with that `externalId` (created
+   * false), so a web app that retries after a lost answer gets the same record. Two statements on purpose:
+   * when a concurrent create of the same external_id wins, the INSERT waits for it and does nothing, and
+   * only a new statement sees the winner's row.
+   */
+  async provisionOrganisation(name: string, externalId?: string): Promise<{ record: OrganisationRecord; created: boolean }> {
     const [row] = await this.db.query(
-      `INSERT INTO users (email) VALUES (lower($1)) ON CONFLICT (email) DO NOTHING RETURNING id, email`,
-      [email],
+      `INSERT INTO organisations (name, external_id) VALUES ($1, $2) ON CONFLICT (external_id) DO NOTHING
+       RETURNING ${ORGANISATION_COLUMNS}`,
+      [name, externalId ?? null],
     );
-    if (!row) throw new AppException('email_taken', `A user with email ${email.toLowerCase()} already exists.`);
+    if (row) return { record: row, created: true };
+    return { record: (await this.findOrganisation({ externalId: externalId! }))!, created: false };
+  }
+
+  /**
+   * As provisionOrganisation, for users. The email is unique too: an email already taken under another
+   * external_id (or none) is 409 `email_taken`, never a silent merge of two people.
+   */
+  async provisionUser(email: string, externalId?: string): Promise<{ record: UserRecord; created: boolean }> {
+    const [row] = await this.db.query(
+      `INSERT INTO users (email, external_id) VALUES (lower($1), $2) ON CONFLICT DO NOTHING RETURNING ${USER_COLUMNS}`,
+      [email, externalId ?? null],
+    );
+    if (row) return { record: row, created: true };
+    const existing = externalId === undefined ? undefined : await this.findUser({ externalId });
+    if (!existing) throw emailTaken(email);
+    return { record: existing, created: false };
+  }
+
+  async findOrganisation(by: { id: string } | { externalId: string }): Promise<OrganisationRecord | undefined> {
+    const [column, value] = 'id' in by ? ['id', by.id] : ['external_id', by.externalId];
+    const [row] = await this.db.query(`SELECT ${ORGANISATION_COLUMNS} FROM organisations WHERE ${column} = $1`, [value]);
+    return row;
+  }
+
+  async findUser(by: { id: string } | { externalId: string }): Promise<UserRecord | undefined> {
+    const [column, value] = 'id' in by ? ['id', by.id] : ['external_id', by.externalId];
+    const [row] = await this.db.query(`SELECT ${USER_COLUMNS} FROM users WHERE ${column} = $1`, [value]);
     return row;
   }
 
   /**
    * Adds a member, or changes an existing member's role: the one method that writes memberships, so the
-   * users limit in force holds on every path (CLI, tests, any future API). The organisation row lock
-   * serialises concurrent additions across instances, so two of them cannot both take the last seat;
-   * changing a role never needs a seat.
+   * users limit in force holds on every path (provisioning API, CLI, tests). The organisation row lock
+   * serialises concurrent changes of its members across instances, so two additions cannot both take the
+   * last seat and two demotions cannot both leave it without an owner; changing a role never needs a seat.
    */
-  addMember(organisationId: string, userId: string, role: Role) {
+  addMember(organisationId: string, userId: string, role: Role): Promise<MembershipRecord> {
     return transaction(this.db, async (m) => {
-      const [org] = await m.query(`SELECT 1 FROM organisations WHERE id = $1 FOR UPDATE`, [organisationId]);
-      if (!org) throw organisationNotFound(organisationId);
+      await lockOrganisation(m, organisationId);
       const [user] = await m.query(`SELECT 1 FROM users WHERE id = $1`, [userId]);
       if (!user) throw new AppException('user_not_found', `No user with id ${userId}.`);
-      const [{ members, existing }] = await m.query(
-        `SELECT count(*)::int AS members, bool_or(user_id = $2) AS existing FROM memberships WHERE organisation_id = $1`,
+      const [{ members, current, owners }] = await m.query(
+        `SELECT count(*)::int AS members, min(role) FILTER (WHERE user_id = $2) AS current,
+                count(*) FILTER (WHERE role = 'owner')::int AS owners
+         FROM memberships WHERE organisation_id = $1`,
         [organisationId, userId],
       );
-      if (!existing) {
+      if (!current) {
         const { limit, tier, isActive } = await this.memberLimits.memberLimit(m, organisationId);
         if (members >= limit) {
           throw new AppException(
@@ -79,6 +153,7 @@ export class IdentityService {
           );
         }
       }
+      if (current === 'owner' && role !== 'owner' && owners === 1) throw lastOwner(organisationId);
       await m.query(
         `INSERT INTO memberships (organisation_id, user_id, role) VALUES ($1, $2, $3)
          ON CONFLICT (organisation_id, user_id) DO UPDATE SET role = EXCLUDED.role`,
@@ -86,6 +161,50 @@ export class IdentityService {
       );
       return { organisation_id: organisationId, user_id: userId, role };
     });
+  }
+
+  /** Removes a member; never the last owner (409), under the same organisation lock as addMember. */
+  removeMember(organisationId: string, userId: string): Promise<void> {
+    return transaction(this.db, async (m) => {
+      await lockOrganisation(m, organisationId);
+      const [row] = await m.query(
+        `SELECT role, (SELECT count(*) FROM memberships WHERE organisation_id = $1 AND role = 'owner')::int AS owners
+         FROM memberships WHERE organisation_id = $1 AND user_id = $2`,
+        [organisationId, userId],
+      );
+      if (!row) throw new AppException('membership_not_found', `User ${userId} is not a member of organisation ${organisationId}.`);
+      if (row.role === 'owner' && row.owners === 1) throw lastOwner(organisationId);
+      await m.query(`DELETE FROM memberships WHERE organisation_id = $1 AND user_id = $2`, [organisationId, userId]);
+    });
+  }
+
+  /**
+   * The organisation's members, for a caller who is one of them (one statement: the caller's own
+   * membership row is among them, so an empty answer means "not a member", and existence does not leak).
+   */
+  async membersFor(caller: AuthUser, organisationId: string): Promise<{ user_id: string; email: string; role: Role }[]> {
+    const rows = await this.db.query(
+      `SELECT m.user_id, u.email, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+       WHERE m.organisation_id = $1 AND ${accessSql.isMember('$1', '$2')}
+       ORDER BY m.created_at, m.user_id`,
+      [organisationId, caller.id],
+    );
+    if (!rows.length) throw notAMember();
+    return rows;
+  }
+
+  /** The user and the organisations they belong to, with their role, oldest membership first. */
+  async profileOf(userId: string): Promise<{ user: UserRecord; organisations: (OrganisationRecord & { role: Role })[] }> {
+    const [user, organisations] = await Promise.all([
+      this.findUser({ id: userId }),
+      this.db.query(
+        `SELECT o.id, o.name, o.external_id, m.role FROM memberships m JOIN organisations o ON o.id = m.organisation_id
+         WHERE m.user_id = $1 ORDER BY m.created_at, o.id`,
+        [userId],
+      ),
+    ]);
+    if (!user) throw new AppException('user_not_found', `No user with id ${userId}.`);
+    return { user, organisations };
   }
 
   /** The organisation's customer record with the payment provider, if it has one. */

@@ -18,7 +18,7 @@ export class ServiceKeys {
 
   verify(header: string | string[] | undefined): void {
     if (!this.configured) {
-      throw new AppException('service_keys_not_configured', 'Usage reporting is disabled: SERVICE_API_KEYS is not set.');
+      throw new AppException('service_keys_not_configured', 'Service-key routes (usage reports, provisioning) are disabled: SERVICE_API_KEYS is not set.');
     }
     if (typeof header !== 'string' || !header) {
       throw new AppException('service_key_required', 'The X-Service-Key header is required.');

@@ -57,4 +57,13 @@ export class SessionService {
     );
     return affected > 0;
   }
+
+  /** Revokes every live session of the user; answers how many. */
+  async revokeAllOf(userId: string): Promise<number> {
+    const [, affected] = await this.db.query(
+      `UPDATE sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > now()`,
+      [userId],
+    );
+    return affected;
+  }
 }
