@@ -15,22 +15,25 @@ describe('operator CLI with DATABASE_URL', () => {
     t = await startTestApp();
     env = { DATABASE_URL: t.databaseUrl, PAYPROVIDER_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET };
   });
+  // The commands run on the test app's own context (same database and configuration): opening one per
+  // command would only repeat what the tests below the next heading show.
+  const run = (args: string[]) => cli(args, env, { app: t.app });
   afterAll(() => t.close());
 
   it('creates an organisation, a user, a membership and a session the API accepts, then revokes it', async () => {
-    const org = await cli(['org:create', '--name', 'Acme Ltd'], env);
+    const org = await run(['org:create', '--name', 'Acme Ltd']);
     expect(org.code).toBe(0);
     expect(org.json).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: 'Acme Ltd' });
     expect(org.stdout.trim().split('\n')).toHaveLength(1);
 
-    const user = await cli(['user:create', '--email', 'Owner@Example.com'], env);
+    const user = await run(['user:create', '--email', 'Owner@Example.com']);
     expect(user.json).toEqual({ id: expect.any(String), email: 'owner@example.com' });
 
-    const member = await cli(['member:add', '--org', org.json.id, '--user', user.json.id, '--role', 'owner'], env);
+    const member = await run(['member:add', '--org', org.json.id, '--user', user.json.id, '--role', 'owner']);
     expect(member.json).toEqual({ organisation_id: org.json.id, user_id: user.json.id, role: 'owner' });
 
     const before = Date.now();
-    const session = await cli(['session:create', '--user', user.json.id, '--ttl', '600'], env);
+    const session = await run(['session:create', '--user', user.json.id, '--ttl', '600']);
     const after = Date.now();
     expect(session.json).toEqual({ token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), expires_at: expect.any(String) });
     // 600 s from when the command ran: bounded by clock readings around it, however slow the machine is
@@ -42,15 +45,15 @@ describe('operator CLI with DATABASE_URL', () => {
     const me = await t.http().get('/api/me').set('Authorization', `Bearer ${session.json.token}`).expect(200);
     expect(me.body.organisations).toEqual([{ id: org.json.id, name: org.json.name, external_id: null, role: 'owner', tier: 'free' }]);
 
-    const revoked = await cli(['session:revoke', '--token', session.json.token], env);
+    const revoked = await run(['session:revoke', '--token', session.json.token]);
     expect(revoked.json).toEqual({ revoked: true });
     await t.http().get('/api/me').set('Authorization', `Bearer ${session.json.token}`).expect(401);
   });
 
   it('member:add defaults to the member role', async () => {
-    const org = await cli(['org:create', '--name', 'Beta'], env);
-    const user = await cli(['user:create', '--email', `m${Date.now()}@example.com`], env);
-    const member = await cli(['member:add', '--org', org.json.id, '--user', user.json.id], env);
+    const org = await run(['org:create', '--name', 'Beta']);
+    const user = await run(['user:create', '--email', `m${Date.now()}@example.com`]);
+    const member = await run(['member:add', '--org', org.json.id, '--user', user.json.id]);
     expect(member.json.role).toBe('member');
   });
 
@@ -63,7 +66,7 @@ describe('operator CLI with DATABASE_URL', () => {
     [['session:create', '--user', '00000000-0000-4000-8000-000000000000', '--ttl', '-5'], 2, /--ttl must be/],
     [['session:revoke', '--token', 'unknown'], 2, /no live session/],
   ])('%j fails with exit code %d, a message on stderr and nothing on stdout', async (args, code, message) => {
-    const res = await cli(args as string[], env);
+    const res = await run(args as string[]);
     expect(res.code).toBe(code);
     expect(res.stdout).toBe('');
     expect(res.stderr).toMatch(message);
@@ -71,14 +74,12 @@ describe('operator CLI with DATABASE_URL', () => {
 
   it('refuses a duplicate email and unknown ids', async () => {
     const email = `dup${Date.now()}@example.com`;
-    expect((await cli(['user:create', '--email', email], env)).code).toBe(0);
-    const dup = await cli(['user:create', '--email', email.toUpperCase()], env);
+    expect((await run(['user:create', '--email', email])).code).toBe(0);
+    const dup = await run(['user:create', '--email', email.toUpperCase()]);
     expect(dup.code).toBe(1);
     expect(dup.stderr).toMatch(/already exists/);
-    const missing = await cli(
-      ['member:add', '--org', '00000000-0000-4000-8000-000000000000', '--user', '00000000-0000-4000-8000-000000000000'],
-      env,
-    );
+    const nobody = '00000000-0000-4000-8000-000000000000';
+    const missing = await run(['member:add', '--org', nobody, '--user', nobody]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/No organisation/);
   });
