@@ -4,8 +4,8 @@ module.exports = {
   roots: ['<rootDir>/test', '<rootDir>/src'],
   testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
   transform: { '^.+\\.(t|j|mj)s$': ['@swc/jest'] },
-  // NestJS 12 ships ES modules, which Jest on Node 20 cannot require: compile them to CommonJS too.
-  transformIgnorePatterns: ['/node_modules/(?!@nestjs/)'],
+  // NestJS 12 and jose 6 ship ES modules, which Jest on Node 20 cannot require: compile them to CommonJS too.
+  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|jose)/)'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30000,

@@ -1,7 +1,7 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { OrgRole } from './route-auth.decorators';
 
-/** The caller authenticated by the global guard (a session), with what its route declares of it. */
+/** The caller authenticated by the global guard (a session, or the web app's JWT), with what its route declares of it. */
 export interface AuthUser {
   id: string;
   email: string;

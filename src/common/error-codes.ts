@@ -28,7 +28,7 @@ export const ERROR_CODES = {
   signature_timestamp_out_of_tolerance: [400, 'The signature timestamp is too far from now (PAYPROVIDER_WEBHOOK_TOLERANCE_S).'],
   signature_invalid: [400, 'No v1 signature matches the body with any configured secret.'],
   // 401: who is calling is not established.
-  unauthenticated: [401, 'No live session: missing, unknown, expired or revoked.'],
+  unauthenticated: [401, 'No live session (missing, unknown, expired or revoked) and no valid JWT (AUTH_JWT_*: bad signature or claims, unknown sub).'],
   service_key_required: [401, 'The X-Service-Key header is missing.'],
   invalid_service_key: [401, 'The X-Service-Key header is not one of SERVICE_API_KEYS.'],
   metrics_token_required: [401, 'METRICS_TOKEN is set and the request does not carry it.'],
@@ -64,6 +64,7 @@ export const ERROR_CODES = {
   payment_provider_error: [500, 'The payment provider failed or could not be reached.'],
   service_unavailable: [503, 'The service is temporarily unavailable.'],
   database_unavailable: [503, 'The database is unreachable.'],
+  jwks_unavailable: [503, "A JWT names a signing key (kid) this service has not cached, and AUTH_JWT_JWKS_URL could not be fetched or is not a key set. Retry; tokens with a cached key keep working."],
   database_timeout: [503, 'The database did not answer within DATABASE_STATEMENT_TIMEOUT_MS; the work was rolled back. Retry.'],
   event_not_stored: [503, 'The webhook event could not be stored; the provider retries it.'],
 } as const satisfies Record<string, readonly [number, string]>;

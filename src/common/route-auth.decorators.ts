@@ -52,19 +52,23 @@ export interface SessionOptions {
 
 export interface QueryVerifiedSession {
   /**
-   * The guard only checks that a session token is present (401 otherwise) and hands its SHA-256 to
-   * `@SessionTokenHash()`, without looking it up. The route's own statement must match it with
+   * For a session token, the guard only checks that one is present (401 otherwise) and hands its SHA-256
+   * to `@QueryVerifiedCaller()`, without looking it up. The route's own statement must match it with
    * `liveSession()` and answer 401 when no live session matches: authenticating and answering then take one
-   * database round trip instead of two (the status read, the web app's hottest call).
+   * database round trip instead of two (the status read, the web app's hottest call). A JWT (when
+   * AUTH_JWT_JWKS_URL is set) cannot be checked in SQL: the guard verifies it and hands on its user's id,
+   * for which the route checks membership as it would for a session's user.
    */
   verifiedBy: 'query';
-  /** Not with 'query': the guard never sees the caller. */
+  /** Not with 'query': for a session, only the route's statement learns who the caller is. */
   orgRole?: never;
 }
 
 /**
  * A signed-in user: `Authorization: Bearer <token>` or the `session` cookie, looked up by the guard through
- * the passport SessionStrategy; 401 `unauthenticated` when missing, unknown, expired or revoked. The caller
+ * the passport SessionStrategy; 401 `unauthenticated` when missing, unknown, expired or revoked. With
+ * AUTH_JWT_JWKS_URL set, a bearer JWT of the web app is accepted too (the JwtStrategy; its `sub` is the
+ * user's `external_id`), with the same 401, and 503 `jwks_unavailable` when its signing key cannot be fetched. The caller
  * is `@CurrentUser()`. See SessionOptions for `orgRole` and QueryVerifiedSession for `verifiedBy: 'query'`.
  */
 export function Session(options: SessionOptions | QueryVerifiedSession = {}) {
@@ -103,9 +107,16 @@ export const MetricsToken = () => applyDecorators(declare({ kind: 'metricsToken'
 export const WebhookSignature = (guard: Type<CanActivate>) =>
   applyDecorators(declare({ kind: 'webhookSignature' }), UseGuards(guard));
 
-/** On a `@Session({ verifiedBy: 'query' })` route: the SHA-256 of the request's session token, still to be verified. */
-export const SessionTokenHash = createParamDecorator((_: unknown, ctx: ExecutionContext): Buffer => {
-  const hash = ctx.switchToHttp().getRequest<{ sessionTokenHash?: Buffer }>().sessionTokenHash;
-  if (!hash) throw new Error("@SessionTokenHash() needs @Session({ verifiedBy: 'query' }) on the route");
-  return hash;
+/**
+ * Who calls a `@Session({ verifiedBy: 'query' })` route, as the guard hands it on: the SHA-256 of a session
+ * token, still to be verified by the route's statement; or the id of a user the guard has already verified
+ * (a JWT), whose membership the route still checks.
+ */
+export type QueryCaller = { sessionTokenHash: Buffer; userId?: never } | { userId: string; sessionTokenHash?: never };
+
+/** On a `@Session({ verifiedBy: 'query' })` route: the QueryCaller. */
+export const QueryVerifiedCaller = createParamDecorator((_: unknown, ctx: ExecutionContext): QueryCaller => {
+  const caller = ctx.switchToHttp().getRequest<{ queryCaller?: QueryCaller }>().queryCaller;
+  if (!caller) throw new Error("@QueryVerifiedCaller() needs @Session({ verifiedBy: 'query' }) on the route");
+  return caller;
 });

@@ -56,6 +56,17 @@ export class AppConfig {
   readonly metricsToken?: string;
   /** Run the provider reconciliation this often (one instance at a time); unset: only by CLI. */
   readonly providerSyncIntervalS?: number;
+  /** The web app's own access tokens (AUTH_JWT_*, SPEC 3) are accepted beside sessions; unset: sessions only. */
+  readonly authJwt?: AuthJwtConfig;
+}
+
+export interface AuthJwtConfig {
+  /** AUTH_JWT_JWKS_URL: the public keys that sign the tokens. */
+  jwksUrl: URL;
+  /** AUTH_JWT_ISSUER: the `iss` a token must carry; unset: not checked. */
+  issuer?: string;
+  /** AUTH_JWT_AUDIENCE: the `aud` a token must carry (or list); unset: not checked. */
+  audience?: string;
 }
 
 export class ConfigError extends Error {}
@@ -95,6 +106,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     gracePeriodDays: int(env, 'GRACE_PERIOD_DAYS', 7, 0, 365),
     metricsToken: nonEmpty(env.METRICS_TOKEN),
     providerSyncIntervalS: nonEmpty(env.PROVIDER_SYNC_INTERVAL_S) === undefined ? undefined : int(env, 'PROVIDER_SYNC_INTERVAL_S', 0, 10, 86_400),
+    authJwt: authJwt(env),
   };
   return Object.assign(new AppConfig(), config);
 }
@@ -238,6 +250,47 @@ function provider(env: Env, nodeEnv: string): 'stripe' | 'sandbox' {
     );
   }
   return 'sandbox';
+}
+
+/**
+ * AUTH_JWT_JWKS_URL (an http(s) URL, not echoed: it may carry a token) turns JWTs on; AUTH_JWT_ISSUER and
+ * AUTH_JWT_AUDIENCE only narrow what it accepts, so either one without it is a mistake that would silently
+ * accept nothing: the start stops.
+ */
+function authJwt(env: Env): AuthJwtConfig | undefined {
+  const raw = nonEmpty(env.AUTH_JWT_JWKS_URL);
+  const issuer = nonEmpty(env.AUTH_JWT_ISSUER);
+  const audience = nonEmpty(env.AUTH_JWT_AUDIENCE);
+  if (raw === undefined) {
+    const orphan = issuer !== undefined ? 'AUTH_JWT_ISSUER' : audience !== undefined ? 'AUTH_JWT_AUDIENCE' : undefined;
+    if (orphan) throw new ConfigError(`${orphan} is set but AUTH_JWT_JWKS_URL is not: without a JWKS no JWT is accepted`);
+    return undefined;
+  }
+  let jwksUrl: URL | undefined;
+  try {
+    jwksUrl = new URL(raw);
+  } catch {
+    jwksUrl = undefined;
+  }
+  if (!jwksUrl || !['http:', 'https:'].includes(jwksUrl.protocol)) {
+    throw new ConfigError('AUTH_JWT_JWKS_URL must be an absolute http(s) URL');
+  }
+  return { jwksUrl, issuer, audience };
+}
+
+/**
+ * What the start should warn about in AUTH_JWT_JWKS_URL: in production the keys that decide who a caller
+ * is should come over https from another host. Accepted anyway (a sidecar, a private network), but said.
+ */
+export function authJwtWarning(config: Pick<AppConfig, 'nodeEnv' | 'authJwt'>): string | undefined {
+  const url = config.authJwt?.jwksUrl;
+  if (!url || config.nodeEnv !== 'production') return undefined;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const loopback = host === 'localhost' || host.endsWith('.localhost') || /^127\./.test(host) || host === '::1';
+  if (url.protocol === 'http:' || loopback) {
+    return `AUTH_JWT_JWKS_URL is ${url.protocol === 'http:' ? 'plain http' : 'a loopback address'} in production: the keys that decide who a caller is should come over https`;
+  }
+  return undefined;
 }
 
 function webhookSecrets(env: Env, nodeEnv: string, dataDir: string): { secrets: string[]; generated: boolean; created: boolean } {

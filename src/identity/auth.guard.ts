@@ -4,9 +4,10 @@ import type { Request, Response } from 'express';
 import passport from 'passport';
 import { AppException, unauthenticated } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
-import { OrgRole, ROUTE_AUTH, RouteAuth } from '../common/route-auth.decorators';
+import { OrgRole, QueryCaller, ROUTE_AUTH, RouteAuth } from '../common/route-auth.decorators';
 import { secretMatcher } from '../common/secret-match';
 import { AppConfig } from '../config/app-config';
+import { JwtStrategy } from './jwt.strategy';
 import { Role } from './membership.entity';
 import { SERVICE_KEY_HEADER, ServiceKeys } from './service-keys';
 import { hashToken } from './session.service';
@@ -15,7 +16,7 @@ import { sessionToken, SessionStrategy } from './session.strategy';
 /** A route that declares nothing keeps the service's default: a session. */
 const DEFAULT_AUTH: RouteAuth = { kind: 'session', verifiedBy: 'guard' };
 
-type AuthRequest = Request & { user?: AuthUser; sessionTokenHash?: Buffer };
+type AuthRequest = Request & { user?: AuthUser; queryCaller?: QueryCaller };
 
 // The vocabulary names the roles without importing identity; this fails to compile if the two sets drift.
 type SameSet<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -33,6 +34,7 @@ export class RouteAuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly strategy: SessionStrategy,
+    private readonly jwt: JwtStrategy,
     private readonly serviceKeys: ServiceKeys,
     config: AppConfig,
   ) {
@@ -52,7 +54,9 @@ export class RouteAuthGuard implements CanActivate {
         // The route's own guard (WebhookSignatureGuard, in the webhook module) runs next, on the raw body.
         return true;
       case 'session':
-        if (auth.verifiedBy === 'query') return this.requireSessionToken(req);
+        if (auth.verifiedBy === 'query') {
+          return this.jwt.accepts(req) ? this.identifyJwtCaller(req, http.getResponse<Response>()) : this.requireSessionToken(req);
+        }
         return this.authenticateSession(req, http.getResponse<Response>(), auth.orgRole);
       case 'serviceKey':
         // A user's credential where a back-end's key belongs is refused as such (403), not as "no key" (401).
@@ -74,29 +78,50 @@ export class RouteAuthGuard implements CanActivate {
   }
 
   /**
-   * Runs this application's own SessionStrategy instance rather than looking the strategy up by name in
+   * A session, or the web app's own JWT: when JWTs are enabled (AUTH_JWT_JWKS_URL) and the bearer credential
+   * has a JWT's shape (three dot-separated segments; a session token never has a dot), the JwtStrategy
+   * decides, else the SessionStrategy. Either way the caller is a user of this service, whose memberships
+   * and roles decide the rest.
+   */
+  private async authenticateSession(req: AuthRequest, res: Response, orgRole?: readonly OrgRole[]): Promise<boolean> {
+    const user = await this.runStrategy(this.jwt.accepts(req) ? this.jwt : this.strategy, req, res);
+    req.user = { id: user.id, email: user.email, orgRole };
+    return true;
+  }
+
+  /**
+   * Runs this application's own strategy instance rather than looking the strategy up by name in
    * passport's process-wide registry (what @nestjs/passport's `AuthGuard('session')` does): with two
    * applications in one process (tests of several instances) the registry holds only the last one, whose
-   * database may already be closed. Another passport strategy (e.g. JWT) is run the same way, beside this one.
+   * database may already be closed.
    */
-  private authenticateSession(req: AuthRequest, res: Response, orgRole?: readonly OrgRole[]): Promise<boolean> {
+  private runStrategy(strategy: SessionStrategy | JwtStrategy, req: AuthRequest, res: Response): Promise<AuthUser> {
     return new Promise((resolve, reject) => {
       // A per-request object over the strategy: passport attaches its success/fail callbacks to it.
-      const perRequest = Object.create(this.strategy) as SessionStrategy;
+      const perRequest = Object.create(strategy) as typeof strategy;
       passport.authenticate(perRequest, { session: false }, (err: unknown, user: AuthUser | false | null) => {
         if (err) return reject(err);
         if (!user) return reject(unauthenticated());
-        req.user = { id: user.id, email: user.email, orgRole };
-        resolve(true);
+        resolve(user);
       })(req, res, reject);
     });
   }
 
-  /** `@Session({ verifiedBy: 'query' })`: a token must be present; the route's statement verifies its hash. */
+  /**
+   * `@Session({ verifiedBy: 'query' })` with a session token: it must be present; the route's statement
+   * verifies its hash (no round trip here).
+   */
   private requireSessionToken(req: AuthRequest): boolean {
     const token = sessionToken(req);
     if (!token) throw unauthenticated();
-    req.sessionTokenHash = hashToken(token);
+    req.queryCaller = { sessionTokenHash: hashToken(token) };
+    return true;
+  }
+
+  /** `@Session({ verifiedBy: 'query' })` with a JWT: verified here; the route's statement gets its user. */
+  private async identifyJwtCaller(req: AuthRequest, res: Response): Promise<boolean> {
+    const user = await this.runStrategy(this.jwt, req, res);
+    req.queryCaller = { userId: user.id };
     return true;
   }
 

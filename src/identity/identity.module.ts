@@ -3,6 +3,7 @@ import { PassportModule } from '@nestjs/passport';
 import { LicensingModule } from '../licensing/licensing.module';
 import { AdminController } from './admin.controller';
 import { IdentityService } from './identity.service';
+import { JwtStrategy } from './jwt.strategy';
 import { MeController } from './me.controller';
 import { ServiceKeys } from './service-keys';
 import { SessionService } from './session.service';
@@ -16,7 +17,7 @@ import { SessionStrategy } from './session.strategy';
 @Module({
   imports: [PassportModule, LicensingModule],
   controllers: [MeController, AdminController],
-  providers: [IdentityService, SessionService, SessionStrategy, ServiceKeys],
-  exports: [IdentityService, SessionService, SessionStrategy, ServiceKeys],
+  providers: [IdentityService, SessionService, SessionStrategy, JwtStrategy, ServiceKeys],
+  exports: [IdentityService, SessionService, SessionStrategy, JwtStrategy, ServiceKeys],
 })
 export class IdentityModule {}

@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrors } from '../common/api-docs';
 import { AuthUser, CurrentUser } from '../common/current-user.decorator';
-import { ServiceKey, Session, SessionOrServiceKey, SessionTokenHash } from '../common/route-auth.decorators';
+import { QueryCaller, QueryVerifiedCaller, ServiceKey, Session, SessionOrServiceKey } from '../common/route-auth.decorators';
 import {
   CheckQuery,
   CheckResponse,
@@ -23,13 +23,13 @@ export class LicensingController {
   ) {}
 
   @Get('status')
-  // The session is verified by the status statement itself: one database round trip per request.
+  // A session is verified by the status statement itself: one database round trip per request.
   @Session({ verifiedBy: 'query' })
   @ApiOperation({ summary: "An organisation's license tier and its usage against the limits in force (members only)" })
   @ApiOkResponse({ type: LicenseStatusResponse })
   @ApiErrors(400, 401, 403)
-  status(@SessionTokenHash() tokenHash: Buffer, @Query() query: OrganisationQuery): Promise<LicenseStatusResponse> {
-    return this.licensing.statusForSession(query.organisation_id, tokenHash);
+  status(@QueryVerifiedCaller() caller: QueryCaller, @Query() query: OrganisationQuery): Promise<LicenseStatusResponse> {
+    return this.licensing.statusForCaller(query.organisation_id, caller);
   }
 
   @Get('check')

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { notAMember, unauthenticated } from '../common/app-exception';
+import type { QueryCaller } from '../common/route-auth.decorators';
 import { AppConfig } from '../config/app-config';
 import { Metric } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
@@ -88,14 +89,16 @@ export class LicensingService implements MemberLimitPolicy {
   }
 
   /**
-   * The status for the holder of a session token (its SHA-256), verified in the same statement: 401 when
-   * no live session matches, 403 when its user is not a member.
+   * The status for the caller of `@Session({ verifiedBy: 'query' })`. A session token (its SHA-256) is
+   * verified in the same statement: 401 when no live session matches, 403 when its user is not a member.
+   * A user the guard already verified (a JWT) is read like any member: 403 when not one.
    */
-  async statusForSession(organisationId: string, tokenHash: Buffer): Promise<LicenseStatus> {
+  async statusForCaller(organisationId: string, caller: QueryCaller): Promise<LicenseStatus> {
+    if (caller.userId !== undefined) return this.status(organisationId, caller.userId);
     const [{ status }] = await preparedQuery<StatusRow>(
       this.db,
       SESSION_STATUS_SQL,
-      SESSION_STATUS.values({ ...licenseStateValues(this.config, organisationId), tokenHash }),
+      SESSION_STATUS.values({ ...licenseStateValues(this.config, organisationId), tokenHash: caller.sessionTokenHash }),
     );
     if (!status.authenticated) throw unauthenticated();
     if (!status.member) throw notAMember();

@@ -13,11 +13,21 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle('Subscription billing and licensing service')
     .setDescription(
       'Ties an organisation\'s paid subscription to a license tier and usage limits. Session routes take ' +
-        '`Authorization: Bearer <token>` or the cookie `session=<token>`. Every error has the body ' +
+        '`Authorization: Bearer <token>` or the cookie `session=<token>` (and `Authorization: Bearer <JWT>`, the web ' +
+        "app's own access token, when AUTH_JWT_JWKS_URL is configured). Every error has the body " +
         '`{statusCode, error, message, code}` and every response carries `X-Request-Id`.',
     )
     .setVersion(packageVersion())
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'Session token (opaque)' }, SECURITY.session)
+    .addBearerAuth(
+      {
+        type: 'http',
+        scheme: 'bearer',
+        description:
+          'Session token (opaque). When AUTH_JWT_JWKS_URL is configured, also an access token (JWT, RS256 or ES256) ' +
+          "signed by a key of that JWKS, whose `sub` is the user's `external_id`.",
+      },
+      SECURITY.session,
+    )
     .addCookieAuth(
       'session',
       { type: 'apiKey', in: 'cookie', name: 'session', description: 'The same session token, as a cookie' },
