@@ -9,6 +9,7 @@ import { HealthModule } from './health/health.module';
 import { RouteAuthGuard } from './identity/auth.guard';
 import { IdentityModule } from './identity/identity.module';
 import { LicensingModule } from './licensing/licensing.module';
+import { NotificationsModule } from './notifications/notifications.module';
 import { OpsModule } from './ops/ops.module';
 import { WebhookModule } from './webhook/webhook.module';
 
@@ -26,6 +27,7 @@ export class AppModule {
         LicensingModule,
         BillingModule,
         WebhookModule,
+        NotificationsModule,
         OpsModule,
       ],
       providers: [

@@ -56,6 +56,10 @@ export class AppConfig {
   readonly metricsToken?: string;
   /** Run the provider reconciliation this often (one instance at a time); unset: only by CLI. */
   readonly providerSyncIntervalS?: number;
+  /** Where license and capacity changes are POSTed (NOTIFY_URLS, SPEC 10); empty: none are sent. */
+  readonly notifyUrls: string[];
+  /** NOTIFY_SECRET (`whsec_<base64>`), which signs them; set whenever notifyUrls is not empty. Never logged. */
+  readonly notifySecret?: string;
   /** The web app's own access tokens (AUTH_JWT_*, SPEC 3) are accepted beside sessions; unset: sessions only. */
   readonly authJwt?: AuthJwtConfig;
 }
@@ -106,6 +110,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     gracePeriodDays: int(env, 'GRACE_PERIOD_DAYS', 7, 0, 365),
     metricsToken: nonEmpty(env.METRICS_TOKEN),
     providerSyncIntervalS: nonEmpty(env.PROVIDER_SYNC_INTERVAL_S) === undefined ? undefined : int(env, 'PROVIDER_SYNC_INTERVAL_S', 0, 10, 86_400),
+    ...notifications(env),
     authJwt: authJwt(env),
   };
   return Object.assign(new AppConfig(), config);
@@ -250,6 +255,38 @@ function provider(env: Env, nodeEnv: string): 'stripe' | 'sandbox' {
     );
   }
   return 'sandbox';
+}
+
+/**
+ * NOTIFY_URLS (comma-separated http(s) URLs; plain http and loopback are accepted, like a JWKS URL) and
+ * NOTIFY_SECRET, a Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes. Neither
+ * value is echoed in an error: a URL may carry a token.
+ */
+function notifications(env: Env): Pick<AppConfig, 'notifyUrls' | 'notifySecret'> {
+  const notifyUrls = list(env.NOTIFY_URLS).map((raw, i) => {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(raw);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !['http:', 'https:'].includes(parsed.protocol)) {
+      throw new ConfigError(`NOTIFY_URLS: entry ${i + 1} must be an absolute http(s) URL`);
+    }
+    return parsed.toString();
+  });
+  if (new Set(notifyUrls).size !== notifyUrls.length) throw new ConfigError('NOTIFY_URLS lists the same URL twice');
+  const notifySecret = nonEmpty(env.NOTIFY_SECRET);
+  if (notifySecret !== undefined) {
+    const key = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(notifySecret)?.[1];
+    const bytes = key && key.length % 4 === 0 ? Buffer.from(key, 'base64').length : 0;
+    if (bytes < 24 || bytes > 64) {
+      throw new ConfigError('NOTIFY_SECRET must be "whsec_" followed by the base64 of 24 to 64 random bytes (e.g. whsec_$(openssl rand -base64 32))');
+    }
+  } else if (notifyUrls.length) {
+    throw new ConfigError('NOTIFY_SECRET is required when NOTIFY_URLS is set (it signs the notifications)');
+  }
+  return { notifyUrls, notifySecret };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { DataSource, QueryRunner } from 'typeorm';
+import { installJobQueueSchema } from '../notifications/job-queue';
 import { typeOrmOptions } from './typeorm-options';
 
 /**
@@ -32,8 +33,9 @@ export async function migrate(url: string, opts: MigrationOptions): Promise<void
 }
 
 /**
- * Runs pending migrations while holding the migration lock. When another instance holds it, says so and
- * waits, up to `lockTimeoutS`, then fails naming the lock and its holder.
+ * Runs pending migrations, then installs or upgrades the job queue's schema, while holding the migration
+ * lock. When another instance holds it, says so and waits, up to `lockTimeoutS`, then fails naming the
+ * lock and its holder.
  */
 export async function runMigrations(dataSource: DataSource, opts: MigrationOptions): Promise<void> {
   const runner = dataSource.createQueryRunner();
@@ -42,6 +44,8 @@ export async function runMigrations(dataSource: DataSource, opts: MigrationOptio
     await acquireLock(runner, opts);
     try {
       await dataSource.runMigrations({ transaction: 'each' });
+      // The job queue's own schema (graphile-worker's migrations), under the same lock.
+      await installJobQueueSchema((dataSource.options as { url: string }).url);
     } finally {
       await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
     }

@@ -3,12 +3,14 @@ import { LicensingController } from './licensing.controller';
 import { LicensingService } from './licensing.service';
 import { MemberLimitPolicy } from '../identity/member-limit.port';
 import { UsageService } from './usage.service';
+import { NotificationsModule } from '../notifications/notifications.module';
 
 /**
  * License status (derived from billing's subscriptions, see license-state.sql.ts), usage metering and
  * limit enforcement (tiers come from AppConfig).
  */
 @Module({
+  imports: [NotificationsModule],
   controllers: [LicensingController],
   providers: [
     LicensingService,

@@ -8,6 +8,7 @@ import { namedParams, preparedQuery } from '../database/prepared';
 import { transaction } from '../database/transaction';
 import { accessSql } from '../identity/access.sql';
 import { organisationNotFound } from '../identity/identity.service';
+import { NotificationsService } from '../notifications/notifications.service';
 import { licenseStateSql, licenseStateValues } from './license-state.sql';
 import { LicensingService } from './licensing.service';
 
@@ -32,22 +33,34 @@ export interface UsageResult {
  * counter under the row lock, so concurrent increases (on any number of instances) never overshoot.
  * Decreases (projects only) always apply and stop at 0. No row returned = refused.
  */
-const ADD = namedParams('organisation', 'tiers', 'graceS', 'metric', 'amount');
+const ADD = namedParams('organisation', 'tiers', 'graceS', 'metric', 'amount', 'urls');
 const { organisation: $org, metric: $metric, amount: $amount } = ADD.ref;
-const ADD_USAGE_SQL = `
+const TARGET_SQL = `
   WITH ${licenseStateSql(ADD.ref)},
   target AS (
     SELECT (s.limits ->> ${$metric}::text)::bigint AS lim,
            CASE WHEN ${$metric}::text = 'ai_tokens' THEN s.ai_period ELSE 0 END AS period
     FROM state s
     WHERE ${accessSql.organisationExists($org)}
-  )
+  )`;
+const UPSERT_SQL = `
   INSERT INTO usage_counters AS u (organisation_id, metric, period_start, used)
   SELECT ${$org}, ${$metric}::text, t.period, GREATEST(${$amount}::bigint, 0) FROM target t WHERE ${$amount}::bigint <= t.lim
   ON CONFLICT (organisation_id, metric, period_start) DO UPDATE
     SET used = GREATEST(u.used + ${$amount}::bigint, 0), updated_at = now()
     WHERE ${$amount}::bigint < 0 OR u.used + ${$amount}::bigint <= (SELECT lim FROM target)
   RETURNING u.used, (SELECT lim FROM target) AS lim`;
+
+/**
+ * The usage write; with notifications on, the same statement also writes a `usage.capacity` message when
+ * the change crosses the limit (notifications' CTEs after the upsert, `urls` = $6; nothing is written
+ * when nothing crosses, so still one round trip). Without, $6 is not part of the statement.
+ */
+const addUsageSql = (capacity: string | undefined) =>
+  capacity
+    ? `${TARGET_SQL}, counted AS (${UPSERT_SQL}), ${capacity}
+       SELECT c.used, c.lim, (SELECT count(*) FROM queued) AS queued FROM counted c`
+    : `${TARGET_SQL} ${UPSERT_SQL}`;
 
 /**
  * Claims an idempotency key. A key older than 24 hours is taken over as new; a live one held by a
@@ -74,11 +87,19 @@ const FOREIGN_KEY_VIOLATION = '23503';
 /** Records usage reported by trusted back-ends, enforcing the limits in force. */
 @Injectable()
 export class UsageService {
+  private readonly notifying: boolean;
+  private readonly addSql: string;
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly config: AppConfig,
     private readonly licensing: LicensingService,
-  ) {}
+    private readonly notifications: NotificationsService,
+  ) {
+    const capacity = notifications.capacitySql(ADD.ref, 'counted');
+    this.notifying = capacity !== undefined;
+    this.addSql = addUsageSql(capacity);
+  }
 
   async record(report: UsageReport): Promise<UsageResult> {
     if (report.metric === 'ai_tokens' && report.amount < 0) {
@@ -116,11 +137,8 @@ export class UsageService {
   }
 
   private async add(m: EntityManager, { organisationId, metric, amount }: UsageReport): Promise<UsageResult> {
-    const [row] = await preparedQuery(
-      m,
-      ADD_USAGE_SQL,
-      ADD.values({ ...licenseStateValues(this.config, organisationId), metric, amount }),
-    );
+    const values = ADD.values({ ...licenseStateValues(this.config, organisationId), metric, amount, ...this.notifications.capacityValues() });
+    const [row] = await preparedQuery(m, this.addSql, this.notifying ? values : values.slice(0, -1));
     if (row) return { metric, used: Number(row.used), limit: Number(row.lim), at_capacity: Number(row.used) >= Number(row.lim) };
     // Refused, or no such organisation: read why (404 from status) and say so.
     const { used, limit } = (await this.licensing.status(organisationId, null, m)).usage[metric];

@@ -43,6 +43,13 @@ export const providerCalls = new Histogram({
   registers: [registry],
 });
 
+export const notificationDeliveries = new Counter({
+  name: 'notification_deliveries_total',
+  help: 'Attempts to deliver outbound notifications, by outcome (delivered, failed_attempt: retried later, gave_up: failed after 24 h)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
 /** Pools of the live DataSources (one in production; tests run several apps in one process). */
 const pools = new Set<PoolCounts>();
 
@@ -75,6 +82,49 @@ export function trackPool(pool: PoolCounts): () => void {
   pools.add(pool);
   return () => void pools.delete(pool);
 }
+
+/** The outbox backlog of each live app (one in production), read at scrape time. */
+export interface NotificationBacklog {
+  pending: number;
+  /** Age of the oldest message with a delivery still pending, in seconds (0: none). */
+  oldestPendingAgeS: number;
+}
+const backlogReaders = new Set<() => Promise<NotificationBacklog>>();
+
+/** Reports an app's outbox in the gauges below until the returned function is called. */
+export function trackNotificationBacklog(read: () => Promise<NotificationBacklog>): () => void {
+  backlogReaders.add(read);
+  return () => void backlogReaders.delete(read);
+}
+
+// One read of each app's backlog per scrape, shared by the two gauges below.
+let backlogRead: Promise<NotificationBacklog[]> | undefined;
+function backlogs(): Promise<NotificationBacklog[]> {
+  backlogRead ??= Promise.all([...backlogReaders].map((read) => read().catch(() => ({ pending: 0, oldestPendingAgeS: 0 })))).finally(
+    () => (backlogRead = undefined),
+  );
+  return backlogRead;
+}
+
+// Registered after the pool gauges on purpose: a scrape reads the pools before its own backlog query
+// takes a connection, so database_pool_waiting_clients never counts the scrape itself.
+const backlogGauge = (name: string, help: string, pick: (b: NotificationBacklog) => number, combine: (a: number, b: number) => number) =>
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    async collect() {
+      this.set((await backlogs()).map(pick).reduce(combine, 0));
+    },
+  });
+
+backlogGauge('notification_deliveries_pending', 'Outbound notification deliveries not yet delivered nor given up', (b) => b.pending, (a, b) => a + b);
+backlogGauge(
+  'notification_oldest_pending_age_seconds',
+  'Age of the oldest outbound notification still waiting for a delivery',
+  (b) => b.oldestPendingAgeS,
+  Math.max,
+);
 
 let defaultMetricsEnabled = false;
 

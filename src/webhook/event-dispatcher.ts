@@ -7,6 +7,7 @@ import { AppException } from '../common/app-exception';
 import { transaction } from '../database/transaction';
 import { webhookEvents } from '../ops/metrics';
 import { AppConfig } from '../config/app-config';
+import { NotificationsService } from '../notifications/notifications.service';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent } from './event-handler';
 import { claimEvent, finishEvent, storedPayload, unmatchedEvents } from './event-ledger';
 import { lockProviderIds } from './organisation-links';
@@ -40,6 +41,7 @@ export class EventDispatcher implements OnModuleInit {
     @InjectDataSource() private readonly db: DataSource,
     private readonly discovery: DiscoveryService,
     private readonly config: AppConfig,
+    private readonly notifications: NotificationsService,
   ) {}
 
   onModuleInit() {
@@ -67,6 +69,11 @@ export class EventDispatcher implements OnModuleInit {
       if (claim.kind === 'retry') await lockProviderIds(manager, this.providerIds(event));
       const applied: Applied[] = [];
       await this.apply(manager, event, applied, new Set());
+      // In this transaction: a license change is notified exactly when it is committed (SPEC 10).
+      const organisations = new Set(applied.filter((a) => a.outcome.status === 'processed').map((a) => a.outcome.organisationId));
+      for (const organisationId of organisations) {
+        if (organisationId) await this.notifications.licenseMayHaveChanged(manager, organisationId);
+      }
       const { outcome } = applied[0];
       return { result: { id: event.id, status: outcome.status, reason: outcome.reason ?? null }, applied };
     });

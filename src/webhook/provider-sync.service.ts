@@ -6,6 +6,7 @@ import { EVENT_RANK, secondsOf } from '../billing/provider-event';
 import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
 import { AppConfig } from '../config/app-config';
 import { transaction } from '../database/transaction';
+import { NotificationsService } from '../notifications/notifications.service';
 import { providerSyncChanges } from '../ops/metrics';
 import { EventDispatcher } from './event-dispatcher';
 import { knownEventIds } from './event-ledger';
@@ -42,6 +43,7 @@ export class ProviderSync {
     private readonly provider: PaymentProvider,
     private readonly subscriptions: ProviderSubscriptions,
     private readonly config: AppConfig,
+    private readonly notifications: NotificationsService,
   ) {}
 
   async run(sinceDays = EVENT_RETENTION_DAYS): Promise<SyncSummary> {
@@ -90,7 +92,10 @@ export class ProviderSync {
     // Under the subscription's advisory lock, like its webhook events: a delivery of one cannot interleave.
     const change = await transaction(this.db, async (manager) => {
       await lockProviderIds(manager, [subscription.customerId ?? undefined, subscription.id]);
-      return this.subscriptions.correct(manager, subscription.id, now, Math.floor(Date.now() / 1000));
+      const corrected = await this.subscriptions.correct(manager, subscription.id, now, Math.floor(Date.now() / 1000));
+      // Notified like any change, in the transaction of the correction.
+      if (corrected) await this.notifications.licenseMayHaveChanged(manager, subscription.organisationId);
+      return corrected;
     });
     if (!change) return false;
     this.logger.warn({ msg: 'subscription corrected to what the provider says', subscriptionId: subscription.id, organisationId: subscription.organisationId, ...change });

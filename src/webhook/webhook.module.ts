@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { BillingModule } from '../billing/billing.module';
 import { LicensingModule } from '../licensing/licensing.module';
+import { NotificationsModule } from '../notifications/notifications.module';
 import { EventDispatcher } from './event-dispatcher';
 import { CustomerDeletedHandler } from './customer-deleted.handler';
 import { InvoicePaidHandler, InvoicePaymentSucceededHandler } from './paid-invoice.handlers';
@@ -18,7 +19,7 @@ import { WebhookSignatureGuard } from './webhook-signature.guard';
  * A new event kind: a class with @HandlesEvent('type') added to `providers`.
  */
 @Module({
-  imports: [DiscoveryModule, BillingModule, LicensingModule],
+  imports: [DiscoveryModule, BillingModule, LicensingModule, NotificationsModule],
   controllers: [WebhookController],
   providers: [
     WebhookSignatureGuard,

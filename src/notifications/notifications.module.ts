@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { NotificationDeliveryService } from './notification-delivery.service';
+import { NotificationOutbox } from './notification-outbox.service';
+import { NotificationWorker } from './notification-worker';
+import { NotificationsService } from './notifications.service';
+
+/**
+ * Outbound notifications to the web app (SPEC 10): messages decided in the transaction of each change
+ * (NotificationsService, called by the webhook, the reconciliation and licensing's usage write), written
+ * to an outbox in PostgreSQL and delivered by a PostgreSQL-backed job queue from any instance.
+ */
+@Module({
+  providers: [NotificationsService, NotificationDeliveryService, NotificationOutbox, NotificationWorker],
+  exports: [NotificationsService, NotificationOutbox],
+})
+export class NotificationsModule {}

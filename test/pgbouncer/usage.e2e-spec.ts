@@ -1,5 +1,0 @@
-// test/usage.e2e-spec.ts again, with every app behind PgBouncer in transaction mode (test/support/pgbouncer.ts).
-import { throughPgBouncer } from '../support/pgbouncer';
-import '../usage.e2e-spec';
-
-throughPgBouncer();
