@@ -1,7 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
+import { subscriptionSql } from '../billing/subscription.sql';
 import { AppConfig } from '../config/app-config';
+import { FREE_TIER } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
 import { transaction } from '../database/transaction';
 import { licenseStateSql, licenseStateValues } from '../licensing/license-state.sql';
@@ -41,18 +43,17 @@ const CHANGE_SQL = `
 
 /**
  * Paid licenses last notified active whose past_due subscription's grace has run out since they were last
- * compared: no event marks that moment, so the minutely job looks for them. (Reads billing's
- * provider_subscriptions the way license-state.sql.ts does: grace counts from past_due_since, in whole
- * seconds of now() rounded, so a comparison within the second after the end may still find it in grace:
- * such a row is looked at again.)
+ * compared: no event marks that moment, so the minutely job looks for them (among billing's license
+ * candidates, as license-state.sql.ts reads them). Grace counts from past_due_since in whole seconds of
+ * now() rounded, so a comparison within the second after the end may still find it in grace: such a row is
+ * looked at again.
  */
 const GRACE_EXPIRED_SQL = `
   SELECT n.organisation_id FROM notification_states n
-  WHERE n.is_active AND n.tier <> 'free' AND EXISTS (
-    SELECT 1 FROM provider_subscriptions s
-    CROSS JOIN LATERAL (SELECT COALESCE(s.past_due_since, s.current_period_end) + $1::bigint AS grace_end) g
-    WHERE s.organisation_id = n.organisation_id AND s.deleted_event_created IS NULL AND s.status = 'past_due'
-      AND g.grace_end < extract(epoch FROM now())::bigint
+  WHERE n.is_active AND n.tier <> '${FREE_TIER}' AND EXISTS (
+    SELECT 1 FROM (${subscriptionSql.licenseCandidates('n.organisation_id')}) s
+    CROSS JOIN LATERAL (SELECT COALESCE(s.past_due_since, s.period_end) + $1::bigint AS grace_end) g
+    WHERE s.status = 'past_due' AND g.grace_end < extract(epoch FROM now())::bigint
       AND n.checked_at < to_timestamp(g.grace_end + 1))
   LIMIT 1000`;
 
