@@ -7,17 +7,18 @@ import { createPaymentProvider } from './payment-provider.factory';
 import { PaymentProvider } from './payment-provider.port';
 import { PortalService } from './portal.service';
 import { ProviderSubscriptions } from './provider-subscriptions.service';
+import { ReturnPagesController } from './return-pages.controller';
 import { CheckoutReportService } from './checkout-report.service';
 import { SandboxModule } from './sandbox/sandbox.module';
 import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
 
 /**
- * Checkout, portal, checkout-session report and billing history; the provider subscriptions tied to an
- * organisation. The provider is reached only through the PaymentProvider port.
+ * Checkout, portal, checkout-session report and billing history; the pages a buyer returns to; the
+ * provider subscriptions tied to an organisation. The provider is reached only through the PaymentProvider port.
  */
 @Module({
   imports: [SandboxModule],
-  controllers: [BillingController],
+  controllers: [BillingController, ReturnPagesController],
   providers: [
     { provide: PaymentProvider, useFactory: createPaymentProvider, inject: [AppConfig, SandboxPaymentProvider] },
     CheckoutReportService,
