@@ -9,7 +9,7 @@ import { webhookEvents } from '../ops/metrics';
 import { AppConfig } from '../config/app-config';
 import { NotificationsService } from '../notifications/notifications.service';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent } from './event-handler';
-import { claimEvent, finishEvent, storedPayload, unmatchedEvents } from './event-ledger';
+import { claimEvent, ClaimLost, finishEvent, recordEvent, storedPayload, unmatchedEvents } from './event-ledger';
 import { lockProviderIds } from './organisation-links';
 import { parseEvent } from './provider-event';
 import { EventSource, LedgerStatus } from './webhook-event.entity';
@@ -26,11 +26,11 @@ interface Applied {
 }
 
 /**
- * Runs each event in one transaction: lock the event's customer and subscription ids and claim the
- * ledger row (one statement), pick the handler for its type (registered with @HandlesEvent), record the
- * outcome, and apply the unmatched events that this event's links made matchable. A redelivery of an
- * event that had no effect yet (unmatched, failed) applies the payload stored first, whatever body came
- * with it. Metrics and logs are written only after the commit, so they never count what was not stored.
+ * Runs each event in one transaction: lock the event's customer and subscription ids and read its ledger
+ * row (one statement), pick the handler for its type (registered with @HandlesEvent), write the ledger row
+ * with the outcome (once), and apply the unmatched events that this event's links made matchable. A
+ * redelivery of an event that had no effect yet (unmatched, failed) applies the payload stored first,
+ * whatever body came with it. Metrics and logs are written only after the commit, so they never count what was not stored.
  */
 @Injectable()
 export class EventDispatcher implements OnModuleInit {
@@ -59,8 +59,8 @@ export class EventDispatcher implements OnModuleInit {
 
   /** `payload` is the event as received (its JSON text), stored in the ledger with how it arrived. */
   async dispatch(received: ProviderEvent, payload: string, source: EventSource = 'webhook'): Promise<DispatchResult> {
-    const { result, applied } = await transaction(this.db, async (manager) => {
-      const claim = await claimEvent(manager, received, payload, this.providerIds(received), source);
+    const { result, applied } = await this.untilClaimed(async (manager) => {
+      const claim = await claimEvent(manager, received, this.providerIds(received));
       if (claim.kind === 'duplicate') {
         const reason = `already received (${claim.status})`;
         return { result: { id: received.id, status: 'duplicate' as const, reason }, applied: [] };
@@ -68,7 +68,7 @@ export class EventDispatcher implements OnModuleInit {
       const event = claim.kind === 'retry' ? parseEvent(claim.storedPayload) : received;
       if (claim.kind === 'retry') await lockProviderIds(manager, this.providerIds(event));
       const applied: Applied[] = [];
-      await this.apply(manager, event, applied, new Set());
+      await this.apply(manager, event, applied, new Set(), claim.kind === 'new' ? { payload, source } : undefined);
       // In this transaction: a license change is notified exactly when it is committed (SPEC 10).
       const organisations = new Set(applied.filter((a) => a.outcome.status === 'processed').map((a) => a.outcome.organisationId));
       for (const organisationId of organisations) {
@@ -80,6 +80,22 @@ export class EventDispatcher implements OnModuleInit {
     if (!applied.length) this.record(received, result.status, result.reason);
     for (const { event: e, outcome } of applied) this.record(e, outcome.status, outcome.reason ?? null);
     return result;
+  }
+
+  /**
+   * One delivery's transaction. A delivery of a new event id that a concurrent delivery of the same id
+   * stored first (`ClaimLost`) is rolled back, effects included, and run again: the claim then finds the
+   * row. Rare (a provider retry racing the first delivery, a reconciliation racing a webhook), and bounded:
+   * the row it lost to is committed, so the next run sees it.
+   */
+  private async untilClaimed<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    for (let run = 1; ; run++) {
+      try {
+        return await transaction(this.db, work);
+      } catch (err) {
+        if (!(err instanceof ClaimLost) || run >= 3) throw err;
+      }
+    }
   }
 
   /** `events:replay`: the stored (verified on receipt) payload through the same path as a redelivery. */
@@ -104,10 +120,19 @@ export class EventDispatcher implements OnModuleInit {
     return handler.handle(manager, event);
   }
 
-  private async apply(manager: EntityManager, event: ProviderEvent, applied: Applied[], seen: Set<string>): Promise<void> {
+  /** `received`: the event is new to the ledger, whose row is written here, with its outcome, as received. */
+  private async apply(
+    manager: EntityManager,
+    event: ProviderEvent,
+    applied: Applied[],
+    seen: Set<string>,
+    received?: { payload: string; source: EventSource },
+  ): Promise<void> {
     seen.add(event.id);
     const outcome = await this.handle(manager, event);
-    const { waiting } = await finishEvent(manager, event.id, outcome);
+    const { waiting } = received
+      ? await recordEvent(manager, event, received.payload, received.source, outcome)
+      : await finishEvent(manager, event.id, outcome);
     applied.push({ event, outcome });
     if (!waiting || !outcome.linked) return;
     const pending = await unmatchedEvents(manager, outcome.linked.customerId, outcome.linked.subscriptionId);

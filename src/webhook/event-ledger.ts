@@ -10,64 +10,129 @@ import { EventSource, LedgerStatus } from './webhook-event.entity';
 export const RETRYABLE: readonly LedgerStatus[] = ['failed', 'unmatched'];
 
 export type Claim =
+  /** The ledger had no row of this id when the claim read it: `recordEvent` writes it with the outcome. */
   | { kind: 'new' }
   /** A redelivery (or replay) of an event that had no effect yet: apply the payload stored with it. */
   | { kind: 'retry'; storedPayload: string }
   | { kind: 'duplicate'; status: LedgerStatus };
 
 /**
+ * Thrown by `recordEvent` when a concurrent delivery of the same event id stored it first (it committed
+ * while this one waited for the event's locks, after this transaction's claim had read the ledger), or by
+ * a handler that finds so (`appliedMeanwhile`). The dispatcher rolls this delivery back, with everything it
+ * did, and runs it again: then the claim finds the row.
+ */
+export class ClaimLost extends Error {
+  constructor(id: string) {
+    super(`event ${id} was stored by a concurrent delivery`);
+  }
+}
+
+/**
  * The first statement of every delivery's transaction. It takes the event's advisory locks (see
- * `lockKeys`) before the ledger insert: a second delivery of the same id waits on those locks, or on
- * the primary key when it has none, until the first commits, then sees the row here. A delivery then
- * never holds its ledger row while waiting for a lock. The row starts as `failed` and is finished by
- * `finishEvent` before commit, so nobody sees that value unless the handler really failed. A redelivery
- * only counts itself (`attempts`) and keeps the payload first stored: `attempts` 1 means this delivery
- * inserted the row. `payload` is the event as received (JSON text).
+ * `lockKeys`), then reads the ledger row of its id; it writes nothing. A new event's row is written once,
+ * with its outcome, by `recordEvent` at the end of the transaction, rather than inserted here and updated
+ * there (a second row version, in every index, in the WAL: measured, see README). The read runs in this
+ * statement's snapshot, taken before the locks were granted, so it can miss a concurrent delivery of the
+ * same id that committed meanwhile; `recordEvent`'s insert is the arbiter then (`ClaimLost`). A row that
+ * exists is locked and counted by `countRedelivery`, which sees its latest version: a second delivery
+ * never applies an event twice, on any instance. `attempts` 1 means no other delivery reached the row.
  */
 export async function claimEvent(
   manager: EntityManager,
   event: ProviderEvent,
-  payload: string,
   providerIds: (string | undefined)[],
-  source: EventSource,
 ): Promise<Claim> {
-  const [row] = await preparedQuery<{ status: LedgerStatus; attempts: number; stored: string | null }>(
+  const [row] = await preparedQuery<{ stored: boolean }>(
     manager,
-    `INSERT INTO webhook_events (id, type, created, livemode, payload, status, source)
-     SELECT $1, $2, $3::bigint, $4::boolean, $5, 'failed', $7 FROM (${takeLocksSql('$6')}) AS locked
-     ON CONFLICT (id) DO UPDATE SET attempts = webhook_events.attempts + 1, last_received_at = now()
-     RETURNING status, attempts,
-       CASE WHEN attempts > 1 AND status IN ('failed', 'unmatched') THEN payload END AS stored`,
-    [event.id, event.type, event.created, event.livemode, payload, lockKeys(providerIds), source],
+    `SELECT w.id IS NOT NULL AS stored
+     FROM (${takeLocksSql('$2')}) AS locked LEFT JOIN webhook_events w ON w.id = $1`,
+    [event.id, lockKeys(providerIds)],
   );
-  if (row.attempts === 1) return { kind: 'new' };
-  return RETRYABLE.includes(row.status) ? { kind: 'retry', storedPayload: row.stored! } : { kind: 'duplicate', status: row.status };
+  return row.stored ? countRedelivery(manager, event.id) : { kind: 'new' };
+}
+
+/** A redelivery or replay of a stored event: counted in `attempts`, its row locked until commit. */
+async function countRedelivery(manager: EntityManager, id: string): Promise<Claim> {
+  const [row] = await preparedQuery<{ status: LedgerStatus; stored: string | null }>(
+    manager,
+    `UPDATE webhook_events SET attempts = attempts + 1, last_received_at = now() WHERE id = $1
+     RETURNING status, CASE WHEN status IN ('failed', 'unmatched') THEN payload END AS stored`,
+    [id],
+  );
+  if (RETRYABLE.includes(row.status)) return { kind: 'retry', storedPayload: row.stored! };
+  return { kind: 'duplicate', status: row.status };
 }
 
 /**
- * Records the outcome. When the outcome linked provider ids to an organisation, it also tells whether
- * unmatched events of those ids wait (under the event's advisory locks none can be added before commit).
+ * `waiting`, answered with the outcome: when the outcome linked ids to an organisation, whether unmatched
+ * events of those ids wait (under the event's advisory locks none can be added before commit).
  */
+const WAITING_SQL = (id: string, customer: string, subscription: string, linked: string) => `${linked}::boolean AND EXISTS (
+  SELECT 1 FROM webhook_events w WHERE w.status = 'unmatched' AND w.id <> ${id}
+    AND (w.customer_id = ${customer} OR w.subscription_id = ${subscription}))`;
+
+/**
+ * Writes a new event's row, once, with its outcome (claim `new`). `payload` is the event as received (JSON
+ * text). Throws `ClaimLost` when a concurrent delivery of the same id stored it first.
+ */
+export async function recordEvent(
+  manager: EntityManager,
+  event: ProviderEvent,
+  payload: string,
+  source: EventSource,
+  outcome: HandlerOutcome,
+): Promise<{ waiting: boolean }> {
+  const [row] = await preparedQuery<{ waiting: boolean }>(
+    manager,
+    `INSERT INTO webhook_events (id, type, created, livemode, payload, source, status, reason, organisation_id,
+       customer_id, subscription_id, processed_at)
+     VALUES ($1, $2, $3::bigint, $4::boolean, $5, $6, $7, $8, $9, $10, $11, now())
+     ON CONFLICT (id) DO NOTHING
+     RETURNING ${WAITING_SQL('$1', '$10', '$11', '$12')} AS waiting`,
+    [event.id, event.type, event.created, event.livemode, payload, source, ...outcomeValues(outcome)],
+  );
+  if (!row) throw new ClaimLost(event.id);
+  return { waiting: row.waiting };
+}
+
+/**
+ * Whether another delivery of this event applied it after this delivery's claim read the ledger (it then
+ * waited on the event's locks): asked, in a statement of its own, before a handler asks the provider
+ * anything on a duplicate's behalf. An `unmatched` or `failed` row had no effect, so it does not count.
+ */
+export async function appliedMeanwhile(manager: EntityManager, id: string): Promise<boolean> {
+  const [row] = await preparedQuery<{ applied: boolean }>(
+    manager,
+    `SELECT EXISTS (SELECT 1 FROM webhook_events WHERE id = $1 AND status NOT IN ('failed', 'unmatched')) AS applied`,
+    [id],
+  );
+  return row.applied;
+}
+
+/** Records the outcome of an event already in the ledger (a retry, or an unmatched event now matched). */
 export async function finishEvent(manager: EntityManager, id: string, outcome: HandlerOutcome): Promise<{ waiting: boolean }> {
   const [row] = await preparedQuery<{ waiting: boolean }>(
     manager,
     `UPDATE webhook_events SET status = $2, reason = $3, organisation_id = $4, customer_id = $5,
        subscription_id = $6, processed_at = now()
      WHERE id = $1
-     RETURNING $7::boolean AND EXISTS (
-       SELECT 1 FROM webhook_events w WHERE w.status = 'unmatched' AND w.id <> $1
-         AND (w.customer_id = $5 OR w.subscription_id = $6)) AS waiting`,
-    [
-      id,
-      outcome.status,
-      outcome.reason?.slice(0, 1000) ?? null,
-      outcome.organisationId ?? null,
-      outcome.customerId ?? null,
-      outcome.subscriptionId ?? null,
-      outcome.linked !== undefined,
-    ],
+     RETURNING ${WAITING_SQL('$1', '$5', '$6', '$7')} AS waiting`,
+    [id, ...outcomeValues(outcome)],
   );
   return { waiting: row.waiting };
+}
+
+/** status, reason, organisation, customer, subscription, and whether the outcome linked ids. */
+function outcomeValues(outcome: HandlerOutcome): unknown[] {
+  return [
+    outcome.status,
+    outcome.reason?.slice(0, 1000) ?? null,
+    outcome.organisationId ?? null,
+    outcome.customerId ?? null,
+    outcome.subscriptionId ?? null,
+    outcome.linked !== undefined,
+  ];
 }
 
 // EVENT_RANK in SQL (events of other types last).

@@ -5,6 +5,7 @@ import { EVENT_RANK, EVENT_TYPES, idOf, ProviderEvent, secondsOf } from '../bill
 import { ProviderSubscriptions, SubscriptionChange } from '../billing/provider-subscriptions.service';
 import { AppConfig } from '../config/app-config';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent, reasons } from './event-handler';
+import { appliedMeanwhile, ClaimLost } from './event-ledger';
 import { OrganisationLinks } from './organisation-links';
 import { resolveTier } from './tier-resolution';
 
@@ -52,6 +53,10 @@ abstract class SubscriptionHandler implements EventHandler {
     const target = { id: subscriptionId, organisationId, customerId };
     let result = await this.subscriptions.apply(manager, target, known, this.change(event, sub));
     if (result.outcome === 'tie') {
+      // A tie with itself: another delivery of this very event applied it while this one waited for the
+      // subscription's lock. This delivery is then rolled back and run again (finding the event stored),
+      // without asking the provider.
+      if (await appliedMeanwhile(manager, event.id)) throw new ClaimLost(event.id);
       // Two `.updated` of the same second: the provider's advice is to ask it what is current.
       const current = await this.provider.retrieveSubscription(subscriptionId);
       result = await this.subscriptions.apply(manager, target, known, this.change(event, current), true);
