@@ -23,6 +23,7 @@ describe('billing: payment provider failures (real SDK, 300 ms timeout, 2 retrie
     owner = await createUserWithSession(t, { org: orgId, role: 'owner' });
   });
   afterAll(async () => {
+    jest.restoreAllMocks();
     await t.close();
     await fake.close();
   });

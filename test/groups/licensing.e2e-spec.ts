@@ -1,0 +1,8 @@
+// License status, checks, usage limits, member limits, hot statement plans, data growth.
+// Grouped so that the app's modules load once for all of them (see jest.config.js).
+import '../licensing-status.e2e-spec';
+import '../licensing-check.e2e-spec';
+import '../licensing-cli.e2e-spec';
+import '../usage.e2e-spec';
+import '../hot-statement-plans.e2e-spec';
+import '../data-growth.e2e-spec';

@@ -1,0 +1,11 @@
+// Faults and operations: outages, timeouts, the statement guard, migrations, shutdown, HTTP limits, metrics, SIGKILL.
+// Grouped so that the app's modules load once for all of them (see jest.config.js).
+import '../database-outage.e2e-spec';
+import '../database-timeouts.e2e-spec';
+import '../statement-guard.e2e-spec';
+import '../webhook-outage.e2e-spec';
+import '../webhook-sigkill.e2e-spec';
+import '../migration-lock.e2e-spec';
+import '../ops-shutdown.e2e-spec';
+import '../http-limits.e2e-spec';
+import '../ops-http.e2e-spec';
