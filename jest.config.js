@@ -5,7 +5,7 @@ module.exports = {
   // Loading the app's ~1500 modules costs a Jest test file ~2 s of CPU, so the end-to-end specs run in
   // groups (test/groups/*, one load per area) rather than one file each; unit specs (*.spec.ts) load little.
   // One spec file alone: `npx jest --testMatch '**/test/usage.e2e-spec.ts'` (see README, Tests).
-  testMatch: ['<rootDir>/test/groups/*.e2e-spec.ts', '<rootDir>/test/pgbouncer/*.e2e-spec.ts', '**/*.spec.ts'],
+  testMatch: ['<rootDir>/test/groups/*.e2e-spec.ts', '**/*.spec.ts'],
   transform: { '^.+\\.(t|j|mj)s$': ['@swc/jest'] },
   // NestJS 12 and jose 6 ship ES modules, which Jest on Node 20 cannot require: compile them to CommonJS too.
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|jose)/)'],

@@ -19,7 +19,7 @@ const sessionStatementTimeout = (client: Client) =>
 /**
  * DATABASE_STATEMENT_TIMEOUT_MS: a request that fails because the database was slow has committed
  * nothing. Rows are held locked by another connection; the app's statements wait on them until the
- * server cancels them. test/pgbouncer/database-timeouts.e2e-spec.ts runs this file again behind PgBouncer.
+ * server cancels them. test/groups/pgbouncer.e2e-spec.ts runs this file again behind PgBouncer.
  */
 describe('the statement timeout: a 5xx because the database was slow has committed nothing', () => {
   let t: TestApp;

@@ -116,11 +116,16 @@ async function waitListening(port: number, child: ChildProcess, output: () => st
 
 let current: PgBouncer | undefined;
 
+let registered = false;
+
 /**
  * For a spec file: every `startTestApp` of the file then reaches its database through one PgBouncer
- * (DATABASE_URL), with DATABASE_DIRECT_URL on PostgreSQL itself for the migrations.
+ * (DATABASE_URL), with DATABASE_DIRECT_URL on PostgreSQL itself for the migrations. Calling it again in the
+ * same Jest file (a group imports several specs that ask for it) is a no-op: one PgBouncer for all.
  */
 export function throughPgBouncer(): void {
+  if (registered) return;
+  registered = true;
   beforeAll(async () => {
     current = await startPgBouncer();
   });
