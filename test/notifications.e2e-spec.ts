@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { ConfigError } from '../src/config/app-config';
 import { eventCommands } from '../src/cli/events.commands';
 import { NotificationsService } from '../src/notifications/notifications.service';
-import { retryDelayS } from '../src/notifications/notification-delivery.service';
+import { ATTEMPT_TIMEOUT_MS, NotificationDeliveryService, retryDelayS } from '../src/notifications/notification-delivery.service';
 import { cli } from './support/run-cli';
 import { createTestDatabase } from './support/databases';
 import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
@@ -119,6 +119,29 @@ describe('notifications to the web app', () => {
       [org],
     );
     expect(delivery).toEqual({ status: 'delivered', attempts: 3, last_error: null });
+  });
+
+  it('a receiver that does not answer in time: the attempt ends at the timeout and is retried with the same webhook-id', async () => {
+    // The timeout is 10 s (ATTEMPT_TIMEOUT_MS); shortened here so the test does not wait for it.
+    const deliveries = t.app.get(NotificationDeliveryService);
+    deliveries.attemptTimeoutMs = 300;
+    try {
+      const org = (await createOrganisation(t)).id;
+      receiver.respond = (r, nth) => (r.json.data.organisation_id === org && nth === 1 ? 0 : 200);
+      await send(subscriptionEvent('created', subscription(org))).expect(200);
+      await messages(org, 1);
+      const tries = receiver.requests.filter((r) => r.json?.data.organisation_id === org);
+      expect(tries.map((r) => r.status)).toEqual([0, 200]);
+      expect(tries[0].headers['webhook-id']).toBe(tries[1].headers['webhook-id']);
+      const [delivery] = await t.db.query(
+        `SELECT d.status, d.attempts FROM notification_deliveries d JOIN notification_messages m ON m.id = d.message_id
+         WHERE m.organisation_id = $1`,
+        [org],
+      );
+      expect(delivery).toEqual({ status: 'delivered', attempts: 2 });
+    } finally {
+      deliveries.attemptTimeoutMs = ATTEMPT_TIMEOUT_MS;
+    }
   });
 
   it('a usage report crossing into and out of at_capacity is a usage.capacity; a refused one (402) writes nothing', async () => {

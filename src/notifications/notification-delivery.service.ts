@@ -55,6 +55,8 @@ const FAILED_ATTEMPT_SQL = `
 export class NotificationDeliveryService {
   private readonly logger = new Logger('Notifications');
   private readonly signer?: Webhook;
+  /** ATTEMPT_TIMEOUT_MS; a test may shorten it to show what a receiver that never answers gets. */
+  attemptTimeoutMs = ATTEMPT_TIMEOUT_MS;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -101,7 +103,7 @@ export class NotificationDeliveryService {
   /** One POST; undefined on a 2xx, else why not (never the response body, never a secret). */
   private async post(url: string, id: string, body: string, abort?: AbortSignal): Promise<string | undefined> {
     const now = new Date();
-    const signals = [AbortSignal.timeout(ATTEMPT_TIMEOUT_MS), ...(abort ? [abort] : [])];
+    const signals = [AbortSignal.timeout(this.attemptTimeoutMs), ...(abort ? [abort] : [])];
     try {
       const res = await fetch(url, {
         method: 'POST',
@@ -120,7 +122,7 @@ export class NotificationDeliveryService {
       return res.status >= 200 && res.status < 300 ? undefined : `HTTP ${res.status}`;
     } catch (err) {
       const e = err as Error & { cause?: { code?: string } };
-      if (e.name === 'TimeoutError') return `no answer within ${ATTEMPT_TIMEOUT_MS / 1000} s`;
+      if (e.name === 'TimeoutError') return `no answer within ${this.attemptTimeoutMs / 1000} s`;
       if (e.name === 'AbortError') return 'interrupted by a shutdown';
       return `network error: ${e.cause?.code ?? e.name}`;
     }

@@ -22,7 +22,10 @@ export interface NotificationReceiver {
   requests: ReceivedRequest[];
   /** The verified messages it answered 2xx, in arrival order. */
   accepted(organisationId?: string): ReceivedRequest[];
-  /** The status for a verified request; `nth` counts this webhook-id's requests (1 = first). Default 200. */
+  /**
+   * The status for a verified request; `nth` counts this webhook-id's requests (1 = first). Default 200.
+   * 0: never answer (the sender's timeout must end the attempt).
+   */
   respond: (req: ReceivedRequest, nth: number) => number;
   close(): Promise<void>;
 }
@@ -38,10 +41,14 @@ export async function startReceiver(secret: string): Promise<NotificationReceive
     requests: [],
     accepted: (org) =>
       receiver.requests.filter(
-        (r) => r.verified && r.status < 300 && (org === undefined || r.json.data.organisation_id === org),
+        (r) => r.verified && r.status >= 200 && r.status < 300 && (org === undefined || r.json.data.organisation_id === org),
       ),
     respond: () => 200,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections(); // also those of requests it never answered
+      }),
   };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -60,7 +67,7 @@ export async function startReceiver(secret: string): Promise<NotificationReceive
         r.status = receiver.respond(r, nth);
       }
       receiver.requests.push(r);
-      res.writeHead(r.status).end();
+      if (r.status !== 0) res.writeHead(r.status).end();
     });
   });
   server.keepAliveTimeout = 500;
