@@ -78,7 +78,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     databaseUrl,
     close: async () => {
       await app.close();
-      await fresh?.drop();
+      await fresh?.recycle();
     },
   };
 }
