@@ -1,7 +1,7 @@
 // Behind PgBouncer in transaction mode (test/support/pgbouncer.ts): what the pooler itself must show
-// (pooler.e2e-spec), then the core specs again with every app behind it: status reads, usage writes,
-// webhooks (effects and concurrency), the statement timeout and the outbound notifications (their queue's
-// worker keeps its own session on DATABASE_DIRECT_URL). One PgBouncer for all of them.
+// (pooler.e2e-spec, with a notification written through it and delivered by the worker on the direct URL),
+// then the core specs again with every app behind it: status reads, usage writes, webhooks (effects and
+// concurrency) and the statement timeout. One PgBouncer for all of them.
 import { throughPgBouncer } from '../support/pgbouncer';
 import '../pgbouncer/pooler.e2e-spec';
 import '../licensing-status.e2e-spec';
@@ -9,6 +9,5 @@ import '../usage.e2e-spec';
 import '../webhook-events.e2e-spec';
 import '../webhook-concurrency.e2e-spec';
 import '../database-timeouts.e2e-spec';
-import '../notifications.e2e-spec';
 
 throughPgBouncer();

@@ -3,7 +3,10 @@ import { MIGRATION_LOCK } from '../../src/database/migrate';
 import { createTestDatabase, migrationLockWaiters } from '../support/databases';
 import { activePgBouncer, throughPgBouncer } from '../support/pgbouncer';
 import { ServerProcess, spawnServer, waitFor } from '../support/server-process';
+import { newNotifySecret, startReceiver, waitFor as waitForMessage } from '../support/notification-receiver';
+import { subscriptionEvent, subscriptionObject } from '../support/provider-events';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from '../support/test-app';
+import { deliver } from '../support/webhook-signing';
 
 throughPgBouncer();
 
@@ -48,6 +51,30 @@ describe('behind PgBouncer in transaction mode', () => {
       expect(codes).toContain(500);
     } finally {
       await named.close();
+    }
+  });
+});
+
+describe('notifications behind PgBouncer', () => {
+  // The full notifications spec runs on a direct connection; here, what the pooler could break: the
+  // decision, outbox and job written through it (unnamed statements, one transaction), the worker on its
+  // own session over DATABASE_DIRECT_URL (LISTEN), and the delivery recorded through the pooler again.
+  it('a license change is written through the pooler and delivered by the worker on the direct URL', async () => {
+    const secret = newNotifySecret();
+    const receiver = await startReceiver(secret);
+    const t = await startTestApp({ env: { NOTIFY_URLS: receiver.url, NOTIFY_SECRET: secret } });
+    try {
+      const org = (await createOrganisation(t)).id;
+      await deliver(t.app.getHttpServer(), subscriptionEvent('created', subscriptionObject({ organisationId: org }))).expect(200);
+      const [message] = await waitForMessage(() => receiver.accepted(org).length > 0 && receiver.accepted(org), 'the message');
+      expect(message.json.data).toMatchObject({ organisation_id: org, tier: 'pro', is_active: true, version: 1 });
+      await waitForMessage(async () => {
+        const [row] = await t.db.query(`SELECT status FROM notification_deliveries d JOIN notification_messages m ON m.id = d.message_id WHERE m.organisation_id = $1`, [org]);
+        return row?.status === 'delivered';
+      }, 'the delivery recorded');
+    } finally {
+      await t.close();
+      await receiver.close();
     }
   });
 });
