@@ -5,6 +5,7 @@ import type { Request } from 'express';
 import { AppConfig } from '../src/config/app-config';
 import { JwtStrategy } from '../src/identity/jwt.strategy';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
+import { waitFor } from './support/wait-for';
 
 /*
  * The web app's own access tokens (SPEC 3, AUTH_JWT_*): verified against a JWKS served by a local HTTP
@@ -259,7 +260,7 @@ describe('JWT access tokens (AUTH_JWT_*)', () => {
     advanceClock(11 * 60_000);
     const hits = jwks.hits;
     await expectBoth(t, await sign(rsa), 200);
-    await waitFor(() => jwks.hits > hits);
+    await waitFor('the JWKS to be fetched again', () => jwks.hits > hits, 5_000);
     await expectBoth(t, await sign(rotated), 200);
     jwks.mode = 'ok';
   });
@@ -270,9 +271,9 @@ describe('JWT access tokens (AUTH_JWT_*)', () => {
     const hits = jwks.hits;
     // This request starts the refresh and does not wait for it: the cached key still answers it.
     await history(t, await sign(rsa)).expect(200);
-    await waitFor(() => jwks.hits > hits);
+    await waitFor('the JWKS to be fetched again', () => jwks.hits > hits, 5_000);
     const retired = await sign(rsa);
-    await waitFor(async () => (await history(t, retired)).status === 401);
+    await waitFor('the retired key to be refused', async () => (await history(t, retired)).status === 401, 5_000);
     await expectBoth(t, await sign(ec), 200);
     await expectBoth(t, await sign(rotated), 200);
   });
@@ -302,12 +303,3 @@ describe('JWT access tokens (AUTH_JWT_*)', () => {
     }
   });
 });
-
-/** Polls `condition` until it holds (at most 5 s). */
-async function waitFor(condition: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met within 5 s');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -6,7 +6,8 @@ import { ATTEMPT_TIMEOUT_MS, NotificationDeliveryService, retryDelayS } from '..
 import { cli } from './support/run-cli';
 import { createTestDatabase } from './support/databases';
 import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
-import { newNotifySecret, NotificationReceiver, startReceiver, waitFor } from './support/notification-receiver';
+import { newNotifySecret, NotificationReceiver, startReceiver } from './support/notification-receiver';
+import { waitFor } from './support/wait-for';
 import { providerId, subscriptionEvent, subscriptionObject } from './support/provider-events';
 import { createOrganisation, startTestApp, testConfig, TestApp } from './support/test-app';
 import { deliver } from './support/webhook-signing';
@@ -57,15 +58,15 @@ describe('notifications to the web app', () => {
     t.http().post('/api/licensing/usage').set('X-Service-Key', KEY).send({ organisation_id: org, metric: 'projects', amount });
   // The service records a delivery once the receiver's answer is in, a moment after the receiver saw it.
   const deliveredRow = (org: string) =>
-    waitFor(async () => {
+    waitFor('the delivery recorded as delivered', async () => {
       const [row] = await t.db.query(
         `SELECT d.status, d.attempts, d.last_error FROM notification_deliveries d JOIN notification_messages m ON m.id = d.message_id
          WHERE m.organisation_id = $1`,
         [org],
       );
       return row?.status === 'delivered' && row;
-    }, 'the delivery recorded as delivered');
-  const messages = (org: string, n: number) => waitFor(() => receiver.accepted(org).length >= n && receiver.accepted(org), `${n} message(s)`);
+    });
+  const messages = (org: string, n: number) => waitFor(`${n} message(s)`, () => receiver.accepted(org).length >= n && receiver.accepted(org));
 
   it('a tier change is one signed license.updated (version 1), the next is version 2; a duplicate delivery adds none', async () => {
     const org = (await createOrganisation(t)).id;
@@ -173,7 +174,7 @@ describe('notifications to the web app', () => {
     const notifications = t.app.get(NotificationsService);
     expect(await notifications.graceExpiries()).toBe(0);
     // No event marks the moment; the minutely job finds it.
-    await waitFor(async () => (await notifications.graceExpiries()) === 1, 'the grace period to run out', 6000);
+    await waitFor('the grace period to run out', async () => (await notifications.graceExpiries()) === 1, 6000);
     const [, expired] = await messages(org, 2);
     expect(expired.json.data).toMatchObject({ tier: 'pro', is_active: false, is_expired: true, version: 2 });
     expect(await notifications.graceExpiries()).toBe(0);
@@ -200,7 +201,7 @@ describe('notifications to the web app', () => {
     await send(subscriptionEvent('created', subscription(org))).expect(200);
     const [sent] = await messages(org, 1);
     const id = sent.headers['webhook-id'] as string;
-    await waitFor(async () => (await outboxStatus(id)) === 'delivered', 'the delivery to be recorded');
+    await waitFor('the delivery to be recorded', async () => (await outboxStatus(id)) === 'delivered');
 
     const cliEnv = { DATABASE_URL: t.databaseUrl };
     const listed = await cli(['notifications:list', '--status', 'delivered'], cliEnv, { app: t.app });
@@ -299,13 +300,13 @@ describe('notifications: receivers and instances', () => {
     const first = await start();
     const org = (await createOrganisation(first)).id;
     await deliver(first.app.getHttpServer(), subscriptionEvent('created', subscriptionObject({ organisationId: org }))).expect(200);
-    await waitFor(() => up.accepted(org).length === 1 && down.requests.length >= 1, 'one delivery and one failed attempt');
+    await waitFor('one delivery and one failed attempt', () => up.accepted(org).length === 1 && down.requests.length >= 1);
     await first.app.close();
     apps.splice(apps.indexOf(first), 1);
     expect(await pending(await start())).toBe(1);
 
     down.respond = () => 200;
-    const [late] = await waitFor(() => down.accepted(org).length === 1 && down.accepted(org), 'the pending delivery');
+    const [late] = await waitFor('the pending delivery', () => down.accepted(org).length === 1 && down.accepted(org));
     expect(late.headers['webhook-id']).toBe(up.accepted(org)[0].headers['webhook-id']);
     expect(up.accepted(org)).toHaveLength(1);
   });
@@ -319,7 +320,7 @@ describe('notifications: receivers and instances', () => {
         deliver((i % 2 ? a : b).app.getHttpServer(), subscriptionEvent('created', subscriptionObject({ organisationId: o.id, customer: providerId('cus') }))).expect(200),
       ),
     );
-    await waitFor(async () => (await pending(second)) === 0, 'every delivery');
+    await waitFor('every delivery', async () => (await pending(second)) === 0);
     for (const receiver of [up, down]) {
       const ids = orgs.flatMap((o) => receiver.accepted(o.id).map((r) => r.headers['webhook-id']));
       expect(ids).toHaveLength(orgs.length);

@@ -9,6 +9,7 @@ import { Client } from 'pg';
 import { createTestDatabase } from './support/databases';
 import { ROOT } from './support/run-cli';
 import { freePort } from './support/free-port';
+import { waitFor } from './support/wait-for';
 import { signatureHeader } from './support/webhook-signing';
 
 // The built server, as production runs it (`npm test` builds first; alone: `npm run build`).
@@ -20,16 +21,6 @@ interface Service {
   port: number;
   output: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** The `time` (ms) of the server's first (or last) log line matching `msg`: the server's own clock. */

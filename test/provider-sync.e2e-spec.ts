@@ -6,6 +6,7 @@ import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake
 import { licenseOf } from './support/license-state';
 import { invoiceObject, providerEvent, subscriptionEvent, subscriptionObject } from './support/provider-events';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
+import { waitFor } from './support/wait-for';
 import { deliver } from './support/webhook-signing';
 
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -141,7 +142,7 @@ describe('reconciliation with the provider', () => {
       // a's run hangs on the provider (300 ms × 3 attempts), holding the lease meanwhile.
       fake.failNext(3, 'hang');
       const first = a.app.get(ProviderSyncSchedule).tick();
-      await waitFor(() => fake.requests.length > 0);
+      await waitFor('the provider to be asked', () => fake.requests.length > 0, 2_000);
       expect(await b.app.get(ProviderSyncSchedule).tick()).toBe('skipped');
       expect(await a.app.get(ProviderSyncSchedule).tick()).toBe('skipped');
       expect(await first).toBe('ran');
@@ -177,8 +178,3 @@ describe('reconciliation in sandbox mode', () => {
     }
   });
 });
-
-async function waitFor(condition: () => boolean) {
-  for (let i = 0; i < 200 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-  if (!condition()) throw new Error('condition never met');
-}

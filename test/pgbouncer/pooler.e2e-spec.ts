@@ -3,7 +3,7 @@ import { MIGRATION_LOCK } from '../../src/database/migrate';
 import { createTestDatabase, migrationLockWaiters } from '../support/databases';
 import { activePgBouncer, throughPgBouncer } from '../support/pgbouncer';
 import { ServerProcess, spawnServer, waitFor } from '../support/server-process';
-import { newNotifySecret, startReceiver, waitFor as waitForMessage } from '../support/notification-receiver';
+import { newNotifySecret, startReceiver } from '../support/notification-receiver';
 import { subscriptionEvent, subscriptionObject } from '../support/provider-events';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from '../support/test-app';
 import { deliver } from '../support/webhook-signing';
@@ -66,12 +66,12 @@ describe('notifications behind PgBouncer', () => {
     try {
       const org = (await createOrganisation(t)).id;
       await deliver(t.app.getHttpServer(), subscriptionEvent('created', subscriptionObject({ organisationId: org }))).expect(200);
-      const [message] = await waitForMessage(() => receiver.accepted(org).length > 0 && receiver.accepted(org), 'the message');
+      const [message] = await waitFor('the message', () => receiver.accepted(org).length > 0 && receiver.accepted(org));
       expect(message.json.data).toMatchObject({ organisation_id: org, tier: 'pro', is_active: true, version: 1 });
-      await waitForMessage(async () => {
+      await waitFor('the delivery recorded', async () => {
         const [row] = await t.db.query(`SELECT status FROM notification_deliveries d JOIN notification_messages m ON m.id = d.message_id WHERE m.organisation_id = $1`, [org]);
         return row?.status === 'delivered';
-      }, 'the delivery recorded');
+      });
     } finally {
       await t.close();
       await receiver.close();

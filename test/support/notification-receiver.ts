@@ -75,15 +75,3 @@ export async function startReceiver(secret: string): Promise<NotificationReceive
   receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/license`;
   return receiver;
 }
-
-/** Polls `check` every 50 ms until it returns something truthy; fails after `timeoutMs`. */
-type Falsy = false | null | undefined | 0 | '';
-export async function waitFor<T>(check: () => T | Falsy | Promise<T | Falsy>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

@@ -4,21 +4,13 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './free-port';
+import { waitFor } from './wait-for';
 import { ROOT } from './run-cli';
+
+export { waitFor };
 
 // The built server, as production runs it (`npm test` builds first; alone: `npm run build`).
 export const MAIN = join(ROOT, 'dist', 'src', 'main.js');
-
-/** Polls `probe` until it answers something other than undefined (a thrown error counts as not yet). */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 export interface ServerProcess {
   child: ChildProcess;
