@@ -26,6 +26,20 @@ export function optionalFlag(flags: Flags, name: string): string | undefined {
   return value;
 }
 
+/** An optional flag that must be one of `values`. */
+export function oneOfFlag<T extends string>(flags: Flags, name: string, values: readonly T[]): T | undefined {
+  const value = optionalFlag(flags, name);
+  if (value !== undefined && !values.includes(value as T)) throw new CliUsageError(`--${name} must be one of ${values.join(', ')}`);
+  return value as T | undefined;
+}
+
+/** `--limit N` of the list commands: 1 to 1000, default 50. */
+export function limitFlag(flags: Flags): number {
+  const value = optionalFlag(flags, 'limit') ?? '50';
+  if (!/^[1-9]\d{0,3}$/.test(value) || Number(value) > 1000) throw new CliUsageError('--limit must be a whole number from 1 to 1000');
+  return Number(value);
+}
+
 /** `--name value` and `--name=value`; positional words are returned in `args`. */
 export function parseArgv(argv: string[]): { command?: string; flags: Flags; args: string[] } {
   const [command, ...rest] = argv;

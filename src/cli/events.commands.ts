@@ -3,22 +3,15 @@ import { EventDispatcher } from '../webhook/event-dispatcher';
 import { listEvents } from '../webhook/event-ledger';
 import { EVENT_RETENTION_DAYS, ProviderSync } from '../webhook/provider-sync.service';
 import { LEDGER_STATUSES, LedgerStatus } from '../webhook/webhook-event.entity';
-import { CliCommand, CliUsageError, optionalFlag, requireFlag } from './cli-command';
+import { CliCommand, CliUsageError, limitFlag, oneOfFlag, optionalFlag, requireFlag } from './cli-command';
 
 /** events:list and events:replay (the webhook event ledger), provider:sync (the reconciliation). */
 export const eventCommands: Record<string, CliCommand> = {
   'events:list': {
     usage: `events:list [--status ${LEDGER_STATUSES.join('|')}] [--limit N]`,
     async run(app, flags) {
-      const status = optionalFlag(flags, 'status') as LedgerStatus | undefined;
-      if (status !== undefined && !LEDGER_STATUSES.includes(status)) {
-        throw new CliUsageError(`--status must be one of ${LEDGER_STATUSES.join(', ')}`);
-      }
-      const limitFlag = optionalFlag(flags, 'limit') ?? '50';
-      if (!/^[1-9]\d{0,3}$/.test(limitFlag) || Number(limitFlag) > 1000) {
-        throw new CliUsageError('--limit must be a whole number from 1 to 1000');
-      }
-      const data = await listEvents(app!.get(DataSource).manager, status, Number(limitFlag));
+      const status = oneOfFlag<LedgerStatus>(flags, 'status', LEDGER_STATUSES);
+      const data = await listEvents(app!.get(DataSource).manager, status, limitFlag(flags));
       return { data };
     },
   },

@@ -2,7 +2,7 @@ import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
 import { ROLES, Role } from '../identity/membership.entity';
 import { SessionService } from '../identity/session.service';
-import { CliCommand, CliUsageError, optionalFlag, requireFlag } from './cli-command';
+import { CliCommand, CliUsageError, oneOfFlag, optionalFlag, requireFlag } from './cli-command';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -33,8 +33,7 @@ export const identityCommands: Record<string, CliCommand> = {
   'member:add': {
     usage: 'member:add --org ID --user ID [--role owner|admin|member]',
     async run(app, flags) {
-      const role = (optionalFlag(flags, 'role') ?? 'member') as Role;
-      if (!ROLES.includes(role)) throw new CliUsageError(`--role must be one of ${ROLES.join(', ')}`);
+      const role = oneOfFlag<Role>(flags, 'role', ROLES) ?? 'member';
       // A new member beyond the users limit in force is refused (402) by the one method that adds members.
       return app!.get(IdentityService).addMember(uuidFlag(flags, 'org'), uuidFlag(flags, 'user'), role);
     },
