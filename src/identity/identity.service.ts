@@ -5,6 +5,7 @@ import { AppException, notAMember, roleRequired } from '../common/app-exception'
 import { AuthUser } from '../common/current-user.decorator';
 import { preparedQuery } from '../database/prepared';
 import { transaction } from '../database/transaction';
+import { MembershipRecord, OrganisationRecord, UserRecord } from './admin.dto';
 import { accessSql } from './access.sql';
 import { MemberLimitPolicy } from './member-limit.port';
 import { Role } from './membership.entity';
@@ -31,22 +32,6 @@ export const organisationNotFound = (id: string) =>
 export interface OrganisationRow {
   id: string;
   name: string;
-}
-
-export interface OrganisationRecord extends OrganisationRow {
-  external_id: string | null;
-}
-
-export interface UserRecord {
-  id: string;
-  email: string;
-  external_id: string | null;
-}
-
-export interface MembershipRecord {
-  organisation_id: string;
-  user_id: string;
-  role: Role;
 }
 
 const ORGANISATION_COLUMNS = 'id, name, external_id';

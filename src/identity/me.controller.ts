@@ -4,17 +4,12 @@ import { ApiErrors } from '../common/api-docs';
 import { AuthUser, CurrentUser } from '../common/current-user.decorator';
 import { Session } from '../common/route-auth.decorators';
 import { LicensingService } from '../licensing/licensing.service';
-import { IdParams, UserRecord } from './admin.dto';
+import { IdParams, OrganisationRecord, UserRecord } from './admin.dto';
 import { IdentityService } from './identity.service';
 import { ROLES, Role } from './membership.entity';
 
-class MyOrganisation {
-  @ApiProperty({ format: 'uuid' })
-  id: string;
-  @ApiProperty({ example: 'Acme Ltd' })
-  name: string;
-  @ApiProperty({ example: 'org_8231', nullable: true, type: String })
-  external_id: string | null;
+/** An organisation as the provisioning API answers it, with the caller's role and its license tier. */
+class MyOrganisation extends OrganisationRecord {
   @ApiProperty({ enum: ROLES })
   role: Role;
   @ApiProperty({ example: 'pro', description: 'The license tier (GET /api/licensing/status tells whether it is active)' })
