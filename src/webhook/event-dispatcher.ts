@@ -69,8 +69,9 @@ export class EventDispatcher implements OnModuleInit {
       if (claim.kind === 'retry') await lockProviderIds(manager, this.providerIds(event));
       const applied: Applied[] = [];
       await this.apply(manager, event, applied, new Set(), claim.kind === 'new' ? { payload, source } : undefined);
-      // In this transaction: a license change is notified exactly when it is committed (SPEC 10).
-      const organisations = new Set(applied.filter((a) => a.outcome.status === 'processed').map((a) => a.outcome.organisationId));
+      // In this transaction: a license change is notified exactly when it is committed (SPEC 10). Only a
+      // subscription change can move a license (invoices and customer deletions do not).
+      const organisations = new Set(applied.filter((a) => a.outcome.subscriptionApplied).map((a) => a.outcome.organisationId));
       for (const organisationId of organisations) {
         if (organisationId) await this.notifications.licenseMayHaveChanged(manager, organisationId);
       }

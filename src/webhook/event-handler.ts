@@ -17,6 +17,11 @@ export interface HandlerOutcome {
   organisationId?: string;
   customerId?: string;
   subscriptionId?: string;
+  /**
+   * The event changed one of the organisation's subscriptions, from which its license is derived: only then
+   * may the license have changed (the dispatcher asks notifications to compare).
+   */
+  subscriptionApplied?: boolean;
   /** Provider ids now tied to an organisation: unmatched events waiting for them are applied next. */
   linked?: { customerId?: string; subscriptionId?: string };
 }

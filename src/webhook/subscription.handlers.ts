@@ -65,6 +65,7 @@ abstract class SubscriptionHandler implements EventHandler {
       ...ids,
       organisationId,
       status: result.outcome === 'applied' ? 'processed' : 'stale',
+      subscriptionApplied: result.outcome === 'applied',
       reason: reasons(match.note, linkNote, result.outcome === 'stale' ? result.reason : undefined),
       linked: ids,
     };
