@@ -149,7 +149,10 @@ async function databaseCpuMs(admin, database) {
  * how many run a statement, wait for the service's next statement inside a transaction (a round trip),
  * wait for an advisory lock or a row lock, or flush the WAL at commit. Where a webhook's time goes.
  */
-async function sampleBackends(admin, database, work) {
+async function sampleBackends({ url, name: database }, work) {
+  // A client of its own: the measuring one asks for CPU times meanwhile.
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
   const totals = {};
   let samples = 0;
   let done = false;
@@ -178,6 +181,7 @@ async function sampleBackends(admin, database, work) {
   } finally {
     done = true;
     await sampling;
+    await admin.end();
   }
 }
 
@@ -186,11 +190,14 @@ function backendsLine(backends) {
   return order.filter((k) => backends[k]).map((k) => `${backends[k].toFixed(1)} ${k}`).join(', ');
 }
 
-/** Measures one scenario: autocannon's figures, and server and database CPU per request. */
-async function measure(opts, server, admin, database) {
+/** Measures one scenario: autocannon's figures, and the server's, the database's and this process's CPU per request. */
+async function measure(opts, server, admin, db) {
+  const database = db.name;
   const cpuBefore = cpuMs(server.pid);
   const dbBefore = await databaseCpuMs(admin, database);
-  const { result: r, backends } = await sampleBackends(admin, database, () => run(opts, DURATION_S));
+  const benchBefore = process.cpuUsage();
+  const { result: r, backends } = await sampleBackends(db, () => run(opts, DURATION_S));
+  const bench = process.cpuUsage(benchBefore);
   const dbAfter = await databaseCpuMs(admin, database);
   const requests = Math.max(1, r.requests.total);
   return {
@@ -199,6 +206,8 @@ async function measure(opts, server, admin, database) {
     // PostgreSQL compete for the same cores.
     cpuPerRequest: (cpuMs(server.pid) - cpuBefore) / requests,
     dbCpuPerRequest: dbBefore === undefined || dbAfter === undefined ? undefined : (dbAfter - dbBefore) / requests,
+    // This process (autocannon, and the webhook steps' events and signatures) shares the machine's cores.
+    benchCpuPerRequest: (bench.user + bench.system) / 1000 / requests,
     backends,
   };
 }
@@ -517,8 +526,8 @@ async function main() {
     for (const { name, opts } of selected) {
       const ledgerBefore = await ledgerCounts(admin);
       await run(opts, WARMUP_S);
-      const { r, cpuPerRequest, dbCpuPerRequest, backends } = await measure(opts, server, admin, db.name);
-      rows.push({ name, r, cpuPerRequest, dbCpuPerRequest });
+      const { r, cpuPerRequest, dbCpuPerRequest, benchCpuPerRequest, backends } = await measure(opts, server, admin, db);
+      rows.push({ name, r, cpuPerRequest, dbCpuPerRequest, benchCpuPerRequest });
       if (r.non2xx || r.errors || r.timeouts) failed = true;
       if (name.includes('/api/webhooks/')) {
         outcomes.push(`${name}: ${ledgerDelta(ledgerBefore, await ledgerCounts(admin))}; its database connections on average: ${backendsLine(backends)}`);
@@ -530,8 +539,8 @@ async function main() {
       if (!status || !before) throw new Error('BENCH_SCALE needs the status scenario (BENCH_ONLY unset or matching it)');
       await grow(db.url, SCALE_ROWS);
       await run(status.opts, WARMUP_S);
-      const { r, cpuPerRequest, dbCpuPerRequest } = await measure(status.opts, server, admin, db.name);
-      rows.push({ name: `${status.name} (+${SCALE_ROWS} organisations)`, r, cpuPerRequest, dbCpuPerRequest });
+      const { r, cpuPerRequest, dbCpuPerRequest, benchCpuPerRequest } = await measure(status.opts, server, admin, db);
+      rows.push({ name: `${status.name} (+${SCALE_ROWS} organisations)`, r, cpuPerRequest, dbCpuPerRequest, benchCpuPerRequest });
       if (r.non2xx || r.errors || r.timeouts) failed = true;
       const ratio = r.requests.average / before.r.requests.average;
       // On a shared machine req/s is noisy: the CPU per request says whether a read got dearer with the data.
@@ -544,7 +553,7 @@ async function main() {
     console.log(`\nmachine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`);
     console.log(`database: ${db.label}; ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s each\n`);
     console.table(
-      rows.map(({ name, r, cpuPerRequest, dbCpuPerRequest }) => ({
+      rows.map(({ name, r, cpuPerRequest, dbCpuPerRequest, benchCpuPerRequest }) => ({
         endpoint: name,
         'req/s': Math.round(r.requests.average),
         'p50 ms': r.latency.p50,
@@ -555,6 +564,7 @@ async function main() {
         'x baseline': (r.requests.average / baseline).toFixed(2),
         'server CPU µs/req': Math.round(cpuPerRequest * 1000),
         'db CPU µs/req': dbCpuPerRequest === undefined ? '-' : Math.round(dbCpuPerRequest * 1000),
+        'bench CPU µs/req': Math.round(benchCpuPerRequest * 1000),
       })),
     );
     console.log(`server peak RSS: ${peakRssMiB(server.pid).toFixed(0)} MiB`);

@@ -1,6 +1,7 @@
-import { Client, Query } from 'pg';
-import { guardedClient } from '../src/database/statement-guard';
+import { Client, Query, QueryConfig } from 'pg';
+import { guardedClient, StatementExtras } from '../src/database/statement-guard';
 import { createTestDatabase } from './support/databases';
+import { waitFor } from './support/wait-for';
 
 /**
  * The pool's connection class (src/database/statement-guard.ts) against a real PostgreSQL: callers get
@@ -26,6 +27,18 @@ describe('the statement guard: a time limit on every statement, answers unchange
     clients.push(client);
     return { client, notices };
   };
+  const observer = async () => {
+    const client = new Client({ connectionString: database.url });
+    await client.connect();
+    clients.push(client);
+    return client;
+  };
+  // What the server says the guarded connection is doing ('idle', 'idle in transaction', 'active').
+  const stateOf = async (watcher: Client, watched: Client) =>
+    (await watcher.query('SELECT state, wait_event_type FROM pg_stat_activity WHERE pid = $1', [(watched as unknown as { processID: number }).processID]))
+      .rows[0] as { state: string; wait_event_type: string | null };
+  // A statement with what the guard may send along with it (preparedQuery passes the same).
+  const withExtras = (config: QueryConfig & StatementExtras) => config as QueryConfig;
   const prepared = async (client: Client) =>
     (await client.query('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r) => r.name);
 
@@ -87,5 +100,105 @@ describe('the statement guard: a time limit on every statement, answers unchange
     const { client } = await connect(true, 0);
     expect((await client.query('SELECT pg_sleep(0.4), 1 AS done')).rows[0].done).toBe(1);
     expect((await client.query('SHOW statement_timeout')).rows[0].statement_timeout).toBe('0');
+  });
+
+  it('sends a BEGIN with the first statement of its transaction, and nothing for a transaction that sent none', async () => {
+    const { client, notices } = await connect();
+    const watcher = await observer();
+    expect(await client.query('BEGIN')).toMatchObject({ command: 'BEGIN', rows: [] });
+    expect((await stateOf(watcher, client)).state).toBe('idle');
+    expect((await client.query('SHOW statement_timeout')).rows[0].statement_timeout).toBe('300ms');
+    expect((await stateOf(watcher, client)).state).toBe('idle in transaction');
+    await client.query('COMMIT');
+    expect((await stateOf(watcher, client)).state).toBe('idle');
+    await client.query('START TRANSACTION');
+    expect(await client.query('ROLLBACK')).toMatchObject({ command: 'ROLLBACK' });
+    await client.query('BEGIN');
+    await client.query('COMMIT');
+    expect((await stateOf(watcher, client)).state).toBe('idle');
+    // A COMMIT outside a transaction is still the server's to answer (it warns).
+    await client.query('COMMIT');
+    expect(notices).toEqual(['there is no transaction in progress']);
+  });
+
+  it('commits with a statement (`commit`): visible at once, the COMMIT that follows sends nothing, a failure commits nothing', async () => {
+    const { client, notices } = await connect();
+    const watcher = await observer();
+    await client.query('CREATE TABLE c (a int PRIMARY KEY, b int UNIQUE DEFERRABLE INITIALLY DEFERRED)');
+    const insert = (a: number, b: number, commit?: boolean) =>
+      client.query(withExtras({ name: 'insert_c', text: 'INSERT INTO c VALUES ($1, $2) RETURNING a', values: [a, b], commit }));
+    const rowsSeen = async () => (await watcher.query('SELECT a FROM c ORDER BY a')).rows.map((r) => r.a);
+
+    await client.query('BEGIN');
+    await insert(1, 1);
+    expect((await insert(2, 2, true)).rows).toEqual([{ a: 2 }]);
+    expect(await rowsSeen()).toEqual([1, 2]);
+    expect((await stateOf(watcher, client)).state).toBe('idle');
+    expect(await client.query('COMMIT')).toMatchObject({ command: 'COMMIT' });
+    expect(notices).toEqual([]);
+
+    // The statement fails: its COMMIT never runs, the transaction rolls back.
+    await client.query('BEGIN');
+    await insert(3, 3);
+    await expect(insert(1, 4, true)).rejects.toMatchObject({ code: '23505', constraint: 'c_pkey' });
+    await client.query('ROLLBACK');
+    // The COMMIT fails (a deferred unique check): the caller hears it, nothing is committed.
+    await client.query('BEGIN');
+    await insert(5, 5);
+    await expect(insert(6, 5, true)).rejects.toMatchObject({ code: '23505', constraint: 'c_b_key' });
+    await client.query('ROLLBACK');
+    expect(await rowsSeen()).toEqual([1, 2]);
+    expect((await stateOf(watcher, client)).state).toBe('idle');
+  });
+
+  it('runs `before` statements first in the same round trip, each in its own snapshot', async () => {
+    const { client } = await connect(true, 2000);
+    const holder = await observer();
+    const watcher = await observer();
+    await holder.query('CREATE TABLE seen (a int)');
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_advisory_xact_lock(42)');
+    await holder.query('INSERT INTO seen VALUES (1)');
+
+    await client.query('BEGIN');
+    const counted = client.query(
+      withExtras({
+        name: 'count_seen',
+        text: 'SELECT count(*)::int AS n FROM seen',
+        values: [],
+        before: [{ text: 'SELECT pg_advisory_xact_lock($1)', values: [42], name: 'lock_42' }],
+      }),
+    );
+    await waitFor('the guarded connection waiting for the lock', async () => (await stateOf(watcher, client)).wait_event_type === 'Lock');
+    await holder.query('COMMIT');
+    // The count's snapshot was taken once the lock was held: it sees what the holder committed meanwhile.
+    expect((await counted).rows).toEqual([{ n: 1 }]);
+    await client.query('COMMIT');
+    expect(await prepared(client)).toEqual(expect.arrayContaining(['count_seen', 'lock_42']));
+  });
+
+  it('leaves nothing half-prepared when a `before` statement fails (the statements behind it were never parsed)', async () => {
+    const { client } = await connect(true, 300);
+    const holder = await observer();
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_advisory_xact_lock(43)');
+    const query = () =>
+      client.query(
+        withExtras({
+          name: 'after_lock_43',
+          text: 'SELECT $1::int AS n',
+          values: [7],
+          before: [{ text: 'SELECT pg_advisory_xact_lock($1)', values: [43], name: 'lock_43' }],
+        }),
+      );
+    await client.query('BEGIN');
+    await expect(query()).rejects.toMatchObject({ code: '57014' });
+    await client.query('ROLLBACK');
+    expect(await prepared(client)).toEqual(expect.arrayContaining(['lock_43']));
+    expect(await prepared(client)).not.toContain('after_lock_43');
+    await holder.query('COMMIT');
+    await client.query('BEGIN');
+    expect((await query()).rows).toEqual([{ n: 7 }]);
+    await client.query('COMMIT');
   });
 });

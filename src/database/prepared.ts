@@ -1,4 +1,5 @@
 import { DataSource, EntityManager } from 'typeorm';
+import { StatementExtras } from './statement-guard';
 
 // One name per statement text, for the process's lifetime: every connection prepares the same text under
 // the same name, and no caller has to keep names unique by hand.
@@ -22,13 +23,24 @@ export function statementName(text: string): string {
  * (DATABASE_NAMED_STATEMENTS=false, statement-guard.ts): correct there, at that planning cost. The connection comes through TypeORM's public QueryRunner API, so there is one
  * pool and one way in; the named query is node-postgres's own query config. Always answers the rows
  * (also for UPDATE … RETURNING, which TypeORM's `query` answers as `[rows, count]`).
+ *
+ * `extras` go in the same round trip (statement-guard.ts): statements to run `before` it, or the COMMIT of
+ * the transaction `executor` belongs to, after it (`commit`: the statement must then be the transaction's
+ * last; its caller's transaction then commits without a round trip of its own).
  */
-export async function preparedQuery<T = any>(executor: DataSource | EntityManager, text: string, values: unknown[]): Promise<T[]> {
+export async function preparedQuery<T = any>(
+  executor: DataSource | EntityManager,
+  text: string,
+  values: unknown[],
+  extras: StatementExtras = {},
+): Promise<T[]> {
   const transactionRunner = executor instanceof EntityManager ? executor.queryRunner : undefined;
+  if (extras.commit && !transactionRunner?.isTransactionActive) throw new Error('commit: true needs the manager of a transaction');
   const runner = transactionRunner ?? (executor instanceof DataSource ? executor : executor.connection).createQueryRunner();
   try {
     const client = await runner.connect();
-    return (await client.query({ name: statementName(text), text, values })).rows;
+    const before = extras.before?.map((statement) => ({ ...statement, name: statementName(statement.text) }));
+    return (await client.query({ name: statementName(text), text, values, before, commit: extras.commit })).rows;
   } finally {
     if (!transactionRunner) await runner.release();
   }

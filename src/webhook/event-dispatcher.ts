@@ -27,9 +27,9 @@ interface Applied {
 
 /**
  * Runs each event in one transaction: lock the event's customer and subscription ids and read its ledger
- * row (one statement), pick the handler for its type (registered with @HandlesEvent), write the ledger row
- * with the outcome (once), and apply the unmatched events that this event's links made matchable. A
- * redelivery of an event that had no effect yet (unmatched, failed) applies the payload stored first,
+ * row (one round trip, with the BEGIN), pick the handler for its type (registered with @HandlesEvent),
+ * write the ledger row with the outcome (once, with the COMMIT when nothing follows), and apply the
+ * unmatched events that this event's links made matchable. A redelivery of an event that had no effect yet (unmatched, failed) applies the payload stored first,
  * whatever body came with it. Metrics and logs are written only after the commit, so they never count what was not stored.
  */
 @Injectable()
@@ -68,7 +68,7 @@ export class EventDispatcher implements OnModuleInit {
       const event = claim.kind === 'retry' ? parseEvent(claim.storedPayload) : received;
       if (claim.kind === 'retry') await lockProviderIds(manager, this.providerIds(event));
       const applied: Applied[] = [];
-      await this.apply(manager, event, applied, new Set(), claim.kind === 'new' ? { payload, source } : undefined);
+      await this.apply(manager, event, applied, new Set(), claim.kind === 'new' ? { payload, source, waiting: claim.waiting } : undefined);
       // In this transaction: a license change is notified exactly when it is committed (SPEC 10). Only a
       // subscription change can move a license (invoices and customer deletions do not).
       const organisations = new Set(applied.filter((a) => a.outcome.subscriptionApplied).map((a) => a.outcome.organisationId));
@@ -121,19 +121,28 @@ export class EventDispatcher implements OnModuleInit {
     return handler.handle(manager, event);
   }
 
-  /** `received`: the event is new to the ledger, whose row is written here, with its outcome, as received. */
+  /**
+   * `received`: the event is new to the ledger, whose row is written here, with its outcome, as received;
+   * when nothing follows it in the transaction (no waiting event to apply, no license to compare), with
+   * the transaction's COMMIT in the same round trip.
+   */
   private async apply(
     manager: EntityManager,
     event: ProviderEvent,
     applied: Applied[],
     seen: Set<string>,
-    received?: { payload: string; source: EventSource },
+    received?: { payload: string; source: EventSource; waiting: boolean },
   ): Promise<void> {
     seen.add(event.id);
     const outcome = await this.handle(manager, event);
-    const { waiting } = received
-      ? await recordEvent(manager, event, received.payload, received.source, outcome)
-      : await finishEvent(manager, event.id, outcome);
+    let waiting: boolean;
+    if (received) {
+      waiting = received.waiting && outcome.linked !== undefined;
+      const last = !waiting && !(outcome.subscriptionApplied && this.notifications.enabled);
+      await recordEvent(manager, event, received.payload, received.source, outcome, last);
+    } else {
+      waiting = (await finishEvent(manager, event.id, outcome)).waiting;
+    }
     applied.push({ event, outcome });
     if (!waiting || !outcome.linked) return;
     const pending = await unmatchedEvents(manager, outcome.linked.customerId, outcome.linked.subscriptionId);

@@ -22,7 +22,10 @@ export interface HandlerOutcome {
    * may the license have changed (the dispatcher asks notifications to compare).
    */
   subscriptionApplied?: boolean;
-  /** Provider ids now tied to an organisation: unmatched events waiting for them are applied next. */
+  /**
+   * Provider ids now tied to an organisation: unmatched events waiting for them are applied next. They are
+   * among the event's `providerIds`: the claim, which locked those, also found whether any wait.
+   */
   linked?: { customerId?: string; subscriptionId?: string };
 }
 

@@ -10,17 +10,20 @@ import { EventSource, LedgerStatus } from './webhook-event.entity';
 export const RETRYABLE: readonly LedgerStatus[] = ['failed', 'unmatched'];
 
 export type Claim =
-  /** The ledger had no row of this id when the claim read it: `recordEvent` writes it with the outcome. */
-  | { kind: 'new' }
+  /**
+   * The ledger had no row of this id when the claim read it: `recordEvent` writes it with the outcome.
+   * `waiting`: unmatched events of the locked ids wait to be applied once this event links them.
+   */
+  | { kind: 'new'; waiting: boolean }
   /** A redelivery (or replay) of an event that had no effect yet: apply the payload stored with it. */
   | { kind: 'retry'; storedPayload: string }
   | { kind: 'duplicate'; status: LedgerStatus };
 
 /**
- * Thrown by `recordEvent` when a concurrent delivery of the same event id stored it first (it committed
- * while this one waited for the event's locks, after this transaction's claim had read the ledger), or by
- * a handler that finds so (`appliedMeanwhile`). The dispatcher rolls this delivery back, with everything it
- * did, and runs it again: then the claim finds the row.
+ * Thrown by `recordEvent` when a concurrent delivery of the same event id stored it first (possible only
+ * for an event with no customer or subscription id: no lock orders the two), or by a handler that finds so
+ * (`appliedMeanwhile`). The dispatcher rolls this delivery back, with everything it did, and runs it
+ * again: then the claim finds the row.
  */
 export class ClaimLost extends Error {
   constructor(id: string) {
@@ -29,27 +32,32 @@ export class ClaimLost extends Error {
 }
 
 /**
- * The first statement of every delivery's transaction. It takes the event's advisory locks (see
- * `lockKeys`), then reads the ledger row of its id; it writes nothing. A new event's row is written once,
- * with its outcome, by `recordEvent` at the end of the transaction, rather than inserted here and updated
- * there (a second row version, in every index, in the WAL: measured, see README). The read runs in this
- * statement's snapshot, taken before the locks were granted, so it can miss a concurrent delivery of the
- * same id that committed meanwhile; `recordEvent`'s insert is the arbiter then (`ClaimLost`). A row that
- * exists is locked and counted by `countRedelivery`, which sees its latest version: a second delivery
- * never applies an event twice, on any instance. `attempts` 1 means no other delivery reached the row.
+ * The first round trip of every delivery's transaction: it takes the event's advisory locks (see
+ * `lockKeys`) in a statement of its own, then, in the next statement (so in a snapshot taken once the
+ * locks are held), reads whether the ledger has the event's id and whether unmatched events of its ids
+ * wait; it writes nothing. A new event's row is written once, with its outcome, by `recordEvent` at the end
+ * of the transaction, rather than inserted here and updated there (a second row version, in every index,
+ * in the WAL: measured, see README). A row that exists is locked and counted by `countRedelivery`, which
+ * sees its latest version: a second delivery never applies an event twice, on any instance. `attempts` 1
+ * means no other delivery reached the row. Under the locks no unmatched event of these ids can be added
+ * before this transaction ends, so `waiting` holds until then.
  */
 export async function claimEvent(
   manager: EntityManager,
   event: ProviderEvent,
   providerIds: (string | undefined)[],
 ): Promise<Claim> {
-  const [row] = await preparedQuery<{ stored: boolean }>(
+  const keys = lockKeys(providerIds);
+  const ids = providerIds.filter(Boolean);
+  const [row] = await preparedQuery<{ stored: boolean; waiting: boolean }>(
     manager,
-    `SELECT w.id IS NOT NULL AS stored
-     FROM (${takeLocksSql('$2')}) AS locked LEFT JOIN webhook_events w ON w.id = $1`,
-    [event.id, lockKeys(providerIds)],
+    `SELECT EXISTS (SELECT 1 FROM webhook_events WHERE id = $1) AS stored,
+       EXISTS (SELECT 1 FROM webhook_events w WHERE w.status = 'unmatched' AND w.id <> $1
+                 AND (w.customer_id = ANY($2::text[]) OR w.subscription_id = ANY($2::text[]))) AS waiting`,
+    [event.id, ids],
+    { before: keys.length ? [{ text: takeLocksSql('$1'), values: [keys] }] : [] },
   );
-  return row.stored ? countRedelivery(manager, event.id) : { kind: 'new' };
+  return row.stored ? countRedelivery(manager, event.id) : { kind: 'new', waiting: row.waiting };
 }
 
 /** A redelivery or replay of a stored event: counted in `attempts`, its row locked until commit. */
@@ -73,8 +81,10 @@ const WAITING_SQL = (id: string, customer: string, subscription: string, linked:
     AND (w.customer_id = ${customer} OR w.subscription_id = ${subscription}))`;
 
 /**
- * Writes a new event's row, once, with its outcome (claim `new`). `payload` is the event as received (JSON
- * text). Throws `ClaimLost` when a concurrent delivery of the same id stored it first.
+ * Writes a new event's row, once, with its outcome (claim `new`); `commit`: with its transaction's COMMIT,
+ * in the same round trip, when nothing follows. `payload` is the event as received (JSON text). Throws
+ * `ClaimLost` when a concurrent delivery of the same id stored it first: the insert then fails, so nothing
+ * of this delivery commits.
  */
 export async function recordEvent(
   manager: EntityManager,
@@ -82,18 +92,21 @@ export async function recordEvent(
   payload: string,
   source: EventSource,
   outcome: HandlerOutcome,
-): Promise<{ waiting: boolean }> {
-  const [row] = await preparedQuery<{ waiting: boolean }>(
-    manager,
-    `INSERT INTO webhook_events (id, type, created, livemode, payload, source, status, reason, organisation_id,
-       customer_id, subscription_id, processed_at)
-     VALUES ($1, $2, $3::bigint, $4::boolean, $5, $6, $7, $8, $9, $10, $11, now())
-     ON CONFLICT (id) DO NOTHING
-     RETURNING ${WAITING_SQL('$1', '$10', '$11', '$12')} AS waiting`,
-    [event.id, event.type, event.created, event.livemode, payload, source, ...outcomeValues(outcome)],
-  );
-  if (!row) throw new ClaimLost(event.id);
-  return { waiting: row.waiting };
+  commit: boolean,
+): Promise<void> {
+  try {
+    await preparedQuery(
+      manager,
+      `INSERT INTO webhook_events (id, type, created, livemode, payload, source, status, reason, organisation_id,
+         customer_id, subscription_id, processed_at)
+       VALUES ($1, $2, $3::bigint, $4::boolean, $5, $6, $7, $8, $9, $10, $11, now())`,
+      [event.id, event.type, event.created, event.livemode, payload, source, ...outcomeValues(outcome).slice(0, 5)],
+      { commit },
+    );
+  } catch (err) {
+    if ((err as { constraint?: string }).constraint === 'webhook_events_pkey') throw new ClaimLost(event.id);
+    throw err;
+  }
 }
 
 /**
