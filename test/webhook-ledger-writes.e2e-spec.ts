@@ -6,9 +6,9 @@ import { deliver } from './support/webhook-signing';
 
 /**
  * The ledger row of a new event is written once, with its outcome (not inserted as `failed` and updated).
- * Its claim only reads the ledger, in a snapshot taken before the event's locks were granted; a delivery
- * that waited there while another delivery of the same event committed is rolled back and run again, so the
- * event still has one effect and the provider is not asked about a duplicate.
+ * Its claim reads the ledger once the event's locks are held: a delivery that waited for them while another
+ * delivery of the same event committed finds the row, so the event has one effect and the provider is not
+ * asked about a duplicate.
  */
 describe('webhook ledger: one write per new event', () => {
   let t: TestApp;
@@ -42,13 +42,13 @@ describe('webhook ledger: one write per new event', () => {
 
   /**
    * Delivers `event` twice at once while a test connection holds the advisory lock of `lockedId` (as a
-   * delivery in progress would): both claims read the ledger before either can apply, then the lock goes.
+   * delivery in progress would): both deliveries wait for the event's locks at once, then the lock goes.
    */
   async function twiceWhileLocked(event: object, lockedId: string) {
     await holder.query('BEGIN');
     await holder.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`webhook:${lockedId}`]);
     const deliveries = [deliver(server(), event).then((r) => r), deliver(server(), event).then((r) => r)];
-    // Wait until both are blocked on the event's locks (after their claims' snapshots were taken).
+    // Wait until both are blocked on the event's locks.
     for (;;) {
       const [{ n }] = (
         await holder.query(

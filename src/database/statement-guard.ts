@@ -70,7 +70,6 @@ interface Connection {
   sync(): void;
 }
 const Query = pg.Query as unknown as new (config: unknown, values?: unknown, callback?: unknown) => QueryInternals;
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { prepareValue } = require('pg/lib/utils') as { prepareValue: (value: unknown) => unknown };
 
 // With named statements allowed, the setting is itself one, parsed once per connection: 5–13 µs of database

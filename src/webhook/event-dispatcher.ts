@@ -29,8 +29,9 @@ interface Applied {
  * Runs each event in one transaction: lock the event's customer and subscription ids and read its ledger
  * row (one round trip, with the BEGIN), pick the handler for its type (registered with @HandlesEvent),
  * write the ledger row with the outcome (once, with the COMMIT when nothing follows), and apply the
- * unmatched events that this event's links made matchable. A redelivery of an event that had no effect yet (unmatched, failed) applies the payload stored first,
- * whatever body came with it. Metrics and logs are written only after the commit, so they never count what was not stored.
+ * unmatched events that this event's links made matchable. A redelivery of an event that had no effect
+ * yet (unmatched, failed) applies the payload stored first, whatever body came with it. Metrics and logs
+ * are written only after the commit, so they never count what was not stored.
  */
 @Injectable()
 export class EventDispatcher implements OnModuleInit {

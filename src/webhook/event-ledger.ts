@@ -110,9 +110,10 @@ export async function recordEvent(
 }
 
 /**
- * Whether another delivery of this event applied it after this delivery's claim read the ledger (it then
- * waited on the event's locks): asked, in a statement of its own, before a handler asks the provider
- * anything on a duplicate's behalf. An `unmatched` or `failed` row had no effect, so it does not count.
+ * Whether another delivery of this event applied it after this delivery's claim read the ledger: asked, in
+ * a statement of its own, before a handler asks the provider anything on a duplicate's behalf. The claim
+ * reads under the event's locks, so for an event with ids this is a guard, not a path (one statement, on a
+ * tie only). An `unmatched` or `failed` row had no effect, so it does not count.
  */
 export async function appliedMeanwhile(manager: EntityManager, id: string): Promise<boolean> {
   const [row] = await preparedQuery<{ applied: boolean }>(
