@@ -121,6 +121,23 @@ describe('the statement guard: a time limit on every statement, answers unchange
     expect(notices).toEqual(['there is no transaction in progress']);
   });
 
+  it('sends a held BEGIN first, with the time limit, when a ready-made query object follows it', async () => {
+    const { client } = await connect();
+    const watcher = await observer();
+    await client.query('BEGIN');
+    const timeout = await new Promise<string>((resolve, reject) =>
+      client.query(
+        new Query('SHOW statement_timeout', undefined, (err: Error | undefined, res: { rows: { statement_timeout: string }[] }) =>
+          err ? reject(err) : resolve(res.rows[0].statement_timeout),
+        ),
+      ),
+    );
+    expect(timeout).toBe('300ms');
+    expect((await stateOf(watcher, client)).state).toBe('idle in transaction');
+    await client.query('ROLLBACK');
+    expect((await stateOf(watcher, client)).state).toBe('idle');
+  });
+
   it('commits with a statement (`commit`): visible at once, the COMMIT that follows sends nothing, a failure commits nothing', async () => {
     const { client, notices } = await connect();
     const watcher = await observer();
