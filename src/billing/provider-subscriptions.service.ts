@@ -1,9 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { preparedQuery } from '../database/prepared';
+import { appliedEventSet } from './subscription.sql';
 
 /** Statuses in which a subscription still bills (or is about to): a second checkout would pay twice. */
 export const BILLING_STATUSES = ['active', 'trialing', 'past_due', 'unpaid', 'incomplete'] as const;
+
+const UPSERT_SET = appliedEventSet({
+  tier: 'EXCLUDED.tier',
+  status: 'EXCLUDED.status',
+  periodStart: 'EXCLUDED.current_period_start',
+  periodEnd: 'EXCLUDED.current_period_end',
+  created: 'EXCLUDED.last_event_created',
+  rank: 'EXCLUDED.last_event_rank',
+  deleted: 'EXCLUDED.deleted_event_created IS NOT NULL',
+});
 
 /** A stored subscription, as far as event handling needs it. */
 export interface KnownSubscription {
@@ -99,22 +110,15 @@ export class ProviderSubscriptions {
       }
       if (change.created === last.created && change.rank === last.rank && change.kind === 'updated') return { outcome: 'tie' };
     }
-    const pastDueSince =
-      change.status !== 'past_due' ? null : known?.status === 'past_due' && known.pastDueSince !== null ? known.pastDueSince : change.created;
+    // A new row's past_due_since; a stored one's is kept or set by appliedEventSet.
+    const pastDueSince = change.status === 'past_due' ? change.created : null;
     await preparedQuery(
       manager,
       `INSERT INTO provider_subscriptions AS s (subscription_id, organisation_id, customer_id, tier, status,
          current_period_start, current_period_end, past_due_since, last_event_created, last_event_rank,
          deleted_event_created)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $11 THEN $9::bigint END)
-       ON CONFLICT (subscription_id) DO UPDATE SET
-         tier = COALESCE(EXCLUDED.tier, s.tier), status = EXCLUDED.status,
-         current_period_start = EXCLUDED.current_period_start, current_period_end = EXCLUDED.current_period_end,
-         past_due_since = EXCLUDED.past_due_since,
-         last_event_created = GREATEST(s.last_event_created, EXCLUDED.last_event_created),
-         last_event_rank = CASE WHEN EXCLUDED.last_event_created >= s.last_event_created OR s.last_event_created IS NULL
-                                THEN EXCLUDED.last_event_rank ELSE s.last_event_rank END,
-         deleted_event_created = EXCLUDED.deleted_event_created, updated_at = now()`,
+       ON CONFLICT (subscription_id) DO UPDATE SET ${UPSERT_SET}`,
       [
         subscription.id,
         subscription.organisationId,
