@@ -10,7 +10,8 @@ import { accessSql } from './access.sql';
 import { MemberLimitPolicy } from './member-limit.port';
 import { Role } from './membership.entity';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A UUID's text form (any case): only such an id can name an organisation. */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const FIND_FOR_EVENT_SQL = `
   SELECT (SELECT id FROM organisations WHERE id = $1::uuid) AS by_id,

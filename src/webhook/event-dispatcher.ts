@@ -9,7 +9,7 @@ import { webhookEvents } from '../ops/metrics';
 import { AppConfig } from '../config/app-config';
 import { NotificationsService } from '../notifications/notifications.service';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent } from './event-handler';
-import { claimEvent, ClaimLost, finishEvent, recordEvent, storedPayload, unmatchedEvents } from './event-ledger';
+import { claimEvent, ClaimLost, finishEvent, inOneStatement, recordEvent, storedPayload, unmatchedEvents } from './event-ledger';
 import { lockProviderIds } from './organisation-links';
 import { parseEvent } from './provider-event';
 import { EventSource, LedgerStatus } from './webhook-event.entity';
@@ -26,10 +26,12 @@ interface Applied {
 }
 
 /**
- * Runs each event in one transaction: lock the event's customer and subscription ids and read its ledger
- * row (one round trip, with the BEGIN), pick the handler for its type (registered with @HandlesEvent),
- * write the ledger row with the outcome (once, with the COMMIT when nothing follows), and apply the
- * unmatched events that this event's links made matchable. A redelivery of an event that had no effect
+ * Runs each event in one transaction. A new event in its handler's common case (an invoice or an update of
+ * a stored subscription: `inOneStatement`) is one round trip: lock its ids, apply it and write its ledger
+ * row in one statement, commit. Any other goes the general way: lock the event's customer and subscription
+ * ids and read its ledger row (one round trip, with the BEGIN), pick the handler for its type (registered
+ * with @HandlesEvent), write the ledger row with the outcome (once, with the COMMIT when nothing follows),
+ * and apply the unmatched events that this event's links made matchable. A redelivery of an event that had no effect
  * yet (unmatched, failed) applies the payload stored first, whatever body came with it. Metrics and logs
  * are written only after the commit, so they never count what was not stored.
  */
@@ -60,6 +62,11 @@ export class EventDispatcher implements OnModuleInit {
 
   /** `payload` is the event as received (its JSON text), stored in the ledger with how it arrived. */
   async dispatch(received: ProviderEvent, payload: string, source: EventSource = 'webhook'): Promise<DispatchResult> {
+    const atOnce = await this.inOneStatement(received, payload, source);
+    if (atOnce) {
+      this.record(received, atOnce.status, atOnce.reason);
+      return { id: received.id, ...atOnce };
+    }
     const { result, applied } = await this.untilClaimed(async (manager) => {
       const claim = await claimEvent(manager, received, this.providerIds(received));
       if (claim.kind === 'duplicate') {
@@ -100,6 +107,23 @@ export class EventDispatcher implements OnModuleInit {
     }
   }
 
+  /**
+   * A new event's common case (its handler's `inOneStatement`) in one round trip: lock, apply, write the
+   * ledger row, commit. Undefined when it was not that case, and then nothing was written. Not taken when
+   * the license may change and notifications are on: comparing the license needs `handle`'s transaction.
+   */
+  private async inOneStatement(event: ProviderEvent, payload: string, source: EventSource) {
+    const handler = this.handlers.get(event.type);
+    const effect = handler && !this.createdProblem(event) ? handler.inOneStatement?.(event) : undefined;
+    if (!effect || (effect.changesLicense && this.notifications.enabled)) return undefined;
+    try {
+      return await transaction(this.db, (manager) => inOneStatement(manager, event, payload, source, handler!.providerIds(event), effect));
+    } catch (err) {
+      if (err instanceof ClaimLost) return undefined;
+      throw err;
+    }
+  }
+
   /** `events:replay`: the stored (verified on receipt) payload through the same path as a redelivery. */
   async replay(id: string): Promise<DispatchResult> {
     const payload = await storedPayload(this.db.manager, id);
@@ -115,11 +139,15 @@ export class EventDispatcher implements OnModuleInit {
   private async handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome> {
     const handler = this.handlers.get(event.type);
     if (!handler) return { status: 'ignored', reason: `event type ${event.type} is not handled` };
+    return this.createdProblem(event) ?? handler.handle(manager, event);
+  }
+
+  private createdProblem(event: ProviderEvent): HandlerOutcome | undefined {
     if (event.created < 0) return failed('invalid_event', 'the event has no valid created');
     if (event.created > Math.floor(Date.now() / 1000) + this.config.webhookToleranceS) {
       return failed('created_in_future', `created ${event.created} lies in the future`);
     }
-    return handler.handle(manager, event);
+    return undefined;
   }
 
   /**

@@ -37,6 +37,29 @@ export interface EventHandler {
   /** The customer and subscription ids the event touches: the dispatcher locks them before `handle`. */
   providerIds(event: ProviderEvent): (string | undefined)[];
   handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome>;
+  /**
+   * Optional: the event's common case as SQL that the ledger runs with the event's row in one statement
+   * (`inOneStatement` in event-ledger.ts), so that a delivery is one round trip; undefined when the event
+   * needs `handle`. It must do exactly what `handle` would do in that case, and nothing at all otherwise:
+   * the dispatcher then calls `handle`.
+   */
+  inOneStatement?(event: ProviderEvent): OneStatement | undefined;
+}
+
+/**
+ * CTEs, with their own parameters `$1`…`$n` (`values`). They may read the CTE `fresh` (one row when the
+ * ledger has no row of the event and no unmatched event of its ids waits, else none), and every write of
+ * theirs must depend on it. The last one is named `effect`: one row (`organisation_id`, `status`,
+ * `reason`) when they applied the event, none when they changed nothing (not their case).
+ */
+export interface OneStatement {
+  ctes: string;
+  values: unknown[];
+  /** The event's ids, for its ledger row (as `HandlerOutcome`'s). */
+  customerId?: string;
+  subscriptionId?: string;
+  /** The statement may change a subscription, so the license (the dispatcher then lets `handle` notify). */
+  changesLicense: boolean;
 }
 
 /** Why an event of ours cannot be applied (yet): the first word of a `failed` ledger reason. */

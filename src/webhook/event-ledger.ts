@@ -1,7 +1,7 @@
 import { EntityManager } from 'typeorm';
 import { EVENT_RANK, ProviderEvent } from '../billing/provider-event';
 import { preparedQuery } from '../database/prepared';
-import { HandlerOutcome } from './event-handler';
+import { HandlerOutcome, OneStatement } from './event-handler';
 import { lockKeys, takeLocksSql } from './organisation-links';
 import { parseEvent } from './provider-event';
 import { EventSource, LedgerStatus } from './webhook-event.entity';
@@ -58,6 +58,63 @@ export async function claimEvent(
     { before: keys.length ? [{ text: takeLocksSql('$1'), values: [keys] }] : [] },
   );
   return row.stored ? countRedelivery(manager, event.id) : { kind: 'new', waiting: row.waiting };
+}
+
+/**
+ * A new event's whole delivery in one statement, sent with the BEGIN, the event's advisory locks (a
+ * statement of their own, so this one reads once they are held) and the COMMIT, in one round trip: the
+ * handler's CTEs (`OneStatement`) apply the event's common case and the ledger row is written from their
+ * `effect`. Answers the stored status and reason, or undefined when nothing was written (the ledger knows
+ * the event, unmatched events of its ids wait, or the handler's case did not hold): the caller then takes
+ * the general path, in a transaction of its own. Throws `ClaimLost` like `recordEvent`.
+ */
+export async function inOneStatement(
+  manager: EntityManager,
+  event: ProviderEvent,
+  payload: string,
+  source: EventSource,
+  providerIds: (string | undefined)[],
+  effect: OneStatement,
+): Promise<{ status: LedgerStatus; reason: string | null } | undefined> {
+  const ids = providerIds.filter((id): id is string => !!id);
+  const keys = lockKeys(ids);
+  const $ = (i: number) => `$${effect.values.length + i}`;
+  try {
+    const [row] = await preparedQuery<{ status: LedgerStatus; reason: string | null }>(
+      manager,
+      `WITH fresh AS (
+         SELECT true AS fresh WHERE NOT EXISTS (SELECT 1 FROM webhook_events WHERE id = ${$(1)})
+           AND NOT EXISTS (SELECT 1 FROM webhook_events w WHERE w.status = 'unmatched' AND w.id <> ${$(1)}
+                             AND (w.customer_id = ANY(${$(9)}::text[]) OR w.subscription_id = ANY(${$(9)}::text[])))
+       ),
+       ${effect.ctes},
+       ledger AS (
+         INSERT INTO webhook_events (id, type, created, livemode, payload, source, status, reason, organisation_id,
+           customer_id, subscription_id, processed_at)
+         SELECT ${$(1)}, ${$(2)}, ${$(3)}::bigint, ${$(4)}::boolean, ${$(5)}, ${$(6)}, effect.status, left(effect.reason, 1000),
+           effect.organisation_id, ${$(7)}, ${$(8)}, now()
+         FROM effect RETURNING status, reason
+       )
+       SELECT status, reason FROM ledger`,
+      [
+        ...effect.values,
+        event.id,
+        event.type,
+        event.created,
+        event.livemode,
+        payload,
+        source,
+        effect.customerId ?? null,
+        effect.subscriptionId ?? null,
+        ids,
+      ],
+      { before: keys.length ? [{ text: takeLocksSql('$1'), values: [keys] }] : [], commit: true },
+    );
+    return row;
+  } catch (err) {
+    if ((err as { constraint?: string }).constraint === 'webhook_events_pkey') throw new ClaimLost(event.id);
+    throw err;
+  }
 }
 
 /** A redelivery or replay of a stored event: counted in `attempts`, its row locked until commit. */

@@ -25,6 +25,11 @@ export async function lockProviderIds(manager: EntityManager, ids: (string | und
   if (keys.length) await preparedQuery(manager, takeLocksSql('$1'), [keys]);
 }
 
+/** The organisation id metadata gives: the first of `metadataIds` that is a non-empty string. */
+export function metadataOrganisation(metadataIds: unknown[]): string | undefined {
+  return metadataIds.find((id) => typeof id === 'string' && id !== '') as string | undefined;
+}
+
 export interface OrganisationMatch {
   organisationId?: string;
   /** Metadata names another organisation than the one the subscription or customer is linked to. */
@@ -54,7 +59,7 @@ export class OrganisationLinks {
     customerId: string | undefined,
     known: KnownSubscription | undefined,
   ): Promise<OrganisationMatch> {
-    const given = metadataIds.find((id) => typeof id === 'string' && id !== '') as string | undefined;
+    const given = metadataOrganisation(metadataIds);
     // The subscription's organisation exists (foreign key): no need to ask identity.
     if (known && (given === undefined || given === known.organisationId)) return { organisationId: known.organisationId };
     const found = await this.identity.findForEvent(manager, { id: given, customerId });

@@ -1,11 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { HistoryService } from '../billing/history.service';
+import { historySql, HistoryService, PaidInvoice } from '../billing/history.service';
+import { subscriptionSql } from '../billing/subscription.sql';
+import { namedParams } from '../database/prepared';
+import { UUID } from '../identity/identity.service';
 import { EVENT_TYPES, idOf, isObject, ProviderEvent, secondsOf } from '../billing/provider-event';
 import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
 import { AppConfig } from '../config/app-config';
-import { EventHandler, failed, HandlerOutcome, HandlesEvent, reasons } from './event-handler';
-import { OrganisationLinks } from './organisation-links';
+import { EventHandler, failed, HandlerOutcome, HandlesEvent, OneStatement, reasons } from './event-handler';
+import { metadataOrganisation, OrganisationLinks } from './organisation-links';
 import { tierOfPrice } from './tier-resolution';
 
 /**
@@ -30,32 +33,11 @@ abstract class PaidInvoiceHandler implements EventHandler {
   }
 
   async handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome> {
-    const invoice = event.data.object;
-    const lines = linesOf(invoice);
-    const subscriptionId = subscriptionOf(invoice, lines);
-    const customerId = idOf(invoice.customer);
-    const ids = { subscriptionId, customerId };
-    const invoiceId = idOf(invoice.id);
-    if (!invoiceId) return failed('invoice_invalid', 'the invoice has no id', ids);
-    const amountPaid = invoice.amount_paid;
-    if (!Number.isSafeInteger(amountPaid) || amountPaid < 0) {
-      return failed('invoice_invalid', 'amount_paid is not a non-negative integer', ids);
-    }
-    if (typeof invoice.currency !== 'string' || !/^[a-z]{3}$/i.test(invoice.currency)) {
-      return failed('invoice_invalid', 'currency is not a three-letter code', ids);
-    }
-
-    const known = subscriptionId ? await this.subscriptions.find(manager, subscriptionId) : undefined;
-    const match = await this.links.resolve(
-      manager,
-      [
-        invoice.parent?.subscription_details?.metadata?.organisation_id,
-        invoice.subscription_details?.metadata?.organisation_id,
-        invoice.metadata?.organisation_id,
-      ],
-      customerId,
-      known,
-    );
+    const invoice = readInvoice(event, this.config);
+    if ('failure' in invoice) return invoice.failure;
+    const { ids, lines, entry } = invoice;
+    const known = ids.subscriptionId ? await this.subscriptions.find(manager, ids.subscriptionId) : undefined;
+    const match = await this.links.resolve(manager, invoice.metadataIds, ids.customerId, known);
     if (match.conflict) return failed('organisation_conflict', match.conflict, ids);
     const organisationId = match.organisationId;
     if (!organisationId) {
@@ -63,9 +45,95 @@ abstract class PaidInvoiceHandler implements EventHandler {
       if (!ours) return { ...ids, status: 'ignored', reason: 'not an invoice of this service: no organisation and no price of ours' };
       return { ...ids, status: 'unmatched', reason: match.note ?? 'no organisation is linked to this customer or subscription yet' };
     }
-    const period = periodOf(invoice, lines);
-    const recorded = await this.history.record(manager, {
+    const recorded = await this.history.record(manager, { organisationId, ...entry });
+    return {
+      ...ids,
       organisationId,
+      status: 'processed',
+      reason: reasons(match.note, recorded ? undefined : alreadyRecorded(entry.invoiceId)),
+    };
+  }
+
+  /**
+   * The common case, what `handle` does when the invoice's subscription is stored and metadata names its
+   * organisation or none: record it in billing history.
+   */
+  inOneStatement(event: ProviderEvent): OneStatement | undefined {
+    const invoice = readInvoice(event, this.config);
+    if ('failure' in invoice || !invoice.ids.subscriptionId) return undefined;
+    const given = metadataOrganisation(invoice.metadataIds);
+    if (given !== undefined && !UUID.test(given)) return undefined;
+    return {
+      ctes: INVOICE_CTES,
+      values: INVOICE.values({ ...invoice.entry, given: given ?? null, alreadyRecorded: alreadyRecorded(invoice.entry.invoiceId) }),
+      changesLicense: false,
+      ...invoice.ids,
+    };
+  }
+}
+
+const alreadyRecorded = (invoiceId: string) => `invoice ${invoiceId} was already recorded`;
+
+const INVOICE = namedParams(
+  'invoiceId',
+  'subscriptionId',
+  'amountPaid',
+  'currency',
+  'periodStart',
+  'periodEnd',
+  'paidAt',
+  'hostedInvoiceUrl',
+  'given',
+  'alreadyRecorded',
+);
+const P = INVOICE.ref;
+const INVOICE_CTES = `
+  known AS (
+    SELECT k.organisation_id FROM fresh, (${subscriptionSql.organisationOf(`${P.subscriptionId}::text`)}) k
+    WHERE ${P.given}::uuid IS NULL OR k.organisation_id = ${P.given}::uuid
+  ),
+  recorded AS (${historySql.record('known', P)}),
+  effect AS (
+    SELECT organisation_id, 'processed' AS status,
+           CASE WHEN EXISTS (SELECT 1 FROM recorded) THEN NULL ELSE ${P.alreadyRecorded}::text END AS reason
+    FROM known
+  )`;
+
+/** An invoice event, validated: its ids, metadata, lines and the billing-history entry it pays for. */
+function readInvoice(
+  event: ProviderEvent,
+  config: AppConfig,
+):
+  | { failure: HandlerOutcome }
+  | {
+      ids: { subscriptionId?: string; customerId?: string };
+      metadataIds: unknown[];
+      lines: Record<string, any>[];
+      entry: Omit<PaidInvoice, 'organisationId'>;
+    } {
+  const invoice = event.data.object;
+  const lines = linesOf(invoice);
+  const subscriptionId = subscriptionOf(invoice, lines);
+  const ids = { subscriptionId, customerId: idOf(invoice.customer) };
+  const invoiceId = idOf(invoice.id);
+  if (!invoiceId) return { failure: failed('invoice_invalid', 'the invoice has no id', ids) };
+  const amountPaid = invoice.amount_paid;
+  if (!Number.isSafeInteger(amountPaid) || amountPaid < 0) {
+    return { failure: failed('invoice_invalid', 'amount_paid is not a non-negative integer', ids) };
+  }
+  if (typeof invoice.currency !== 'string' || !/^[a-z]{3}$/i.test(invoice.currency)) {
+    return { failure: failed('invoice_invalid', 'currency is not a three-letter code', ids) };
+  }
+  const period = periodOf(invoice, lines);
+  return {
+    ids,
+    lines,
+    metadataIds: [
+      invoice.parent?.subscription_details?.metadata?.organisation_id,
+      invoice.subscription_details?.metadata?.organisation_id,
+      invoice.metadata?.organisation_id,
+    ],
+    entry: {
       invoiceId,
       subscriptionId: subscriptionId ?? null,
       amountPaid,
@@ -73,15 +141,9 @@ abstract class PaidInvoiceHandler implements EventHandler {
       periodStart: period.start,
       periodEnd: period.end,
       paidAt: secondsOf(invoice.status_transitions?.paid_at) ?? secondsOf(invoice.created) ?? event.created,
-      hostedInvoiceUrl: invoiceUrl(invoice.hosted_invoice_url, this.config),
-    });
-    return {
-      ...ids,
-      organisationId,
-      status: 'processed',
-      reason: reasons(match.note, recorded ? undefined : `invoice ${invoiceId} was already recorded`),
-    };
-  }
+      hostedInvoiceUrl: invoiceUrl(invoice.hosted_invoice_url, config),
+    },
+  };
 }
 
 @Injectable()

@@ -3,10 +3,14 @@ import { EntityManager } from 'typeorm';
 import { PaymentProvider } from '../billing/payment-provider.port';
 import { EVENT_RANK, EVENT_TYPES, idOf, ProviderEvent, secondsOf } from '../billing/provider-event';
 import { ProviderSubscriptions, SubscriptionChange } from '../billing/provider-subscriptions.service';
+import { subscriptionSql } from '../billing/subscription.sql';
 import { AppConfig } from '../config/app-config';
-import { EventHandler, failed, HandlerOutcome, HandlesEvent, reasons } from './event-handler';
+import { namedParams } from '../database/prepared';
+import { accessSql } from '../identity/access.sql';
+import { UUID } from '../identity/identity.service';
+import { EventHandler, failed, HandlerOutcome, HandlesEvent, OneStatement, reasons } from './event-handler';
 import { appliedMeanwhile, ClaimLost } from './event-ledger';
-import { OrganisationLinks } from './organisation-links';
+import { metadataOrganisation, OrganisationLinks } from './organisation-links';
 import { resolveTier } from './tier-resolution';
 
 /**
@@ -71,6 +75,36 @@ abstract class SubscriptionHandler implements EventHandler {
     };
   }
 
+  /**
+   * The common case, what `handle` does when the subscription is stored and not deleted, metadata names its
+   * organisation or none, its customer is that organisation's already, and the event comes after the last
+   * one applied (no tie): apply the change.
+   */
+  inOneStatement(event: ProviderEvent): OneStatement | undefined {
+    const sub = event.data.object;
+    const subscriptionId = idOf(sub.id);
+    const customerId = idOf(sub.customer);
+    if (!subscriptionId) return undefined;
+    if ('error' in resolveTier(sub, this.config) && this.kind !== 'deleted') return undefined;
+    const given = metadataOrganisation([sub.metadata?.organisation_id]);
+    if (given !== undefined && !UUID.test(given)) return undefined;
+    const change = this.change(event, sub);
+    return {
+      ctes: SUBSCRIPTION_CTES,
+      values: SUBSCRIPTION.values({
+        ...change,
+        tier: change.tier ?? null,
+        deleted: change.kind === 'deleted',
+        subscriptionId,
+        customerId: customerId ?? null,
+        given: given ?? null,
+      }),
+      changesLicense: true,
+      subscriptionId,
+      customerId,
+    };
+  }
+
   private change(event: ProviderEvent, sub: Record<string, any>): SubscriptionChange {
     const tier = resolveTier(sub, this.config);
     return {
@@ -83,6 +117,38 @@ abstract class SubscriptionHandler implements EventHandler {
     };
   }
 }
+
+const SUBSCRIPTION = namedParams(
+  'subscriptionId',
+  'customerId',
+  'given',
+  'kind',
+  'tier',
+  'status',
+  'periodStart',
+  'periodEnd',
+  'created',
+  'rank',
+  'deleted',
+);
+const P = SUBSCRIPTION.ref;
+const SUBSCRIPTION_CTES = `
+  applied AS (${subscriptionSql.applyInOrder(
+    `${P.subscriptionId}::text`,
+    `${P.kind}::text`,
+    {
+      tier: `${P.tier}::text`,
+      status: `${P.status}::text`,
+      periodStart: `${P.periodStart}::bigint`,
+      periodEnd: `${P.periodEnd}::bigint`,
+      created: `${P.created}::bigint`,
+      rank: `${P.rank}::smallint`,
+      deleted: `${P.deleted}::boolean`,
+    },
+    `EXISTS (SELECT 1 FROM fresh) AND (${P.given}::uuid IS NULL OR s.organisation_id = ${P.given}::uuid)
+     AND (${P.customerId}::text IS NULL OR ${accessSql.isCustomerOf('s.organisation_id', `${P.customerId}::text`)})`,
+  )}),
+  effect AS (SELECT organisation_id, 'processed' AS status, NULL::text AS reason FROM applied)`;
 
 /** Today the period lives on the subscription items; older API versions put it on the subscription. */
 function currentPeriod(sub: Record<string, any>): { periodStart: number | null; periodEnd: number | null } {

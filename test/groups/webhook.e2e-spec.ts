@@ -4,6 +4,7 @@ import '../webhook-signature.e2e-spec';
 import '../webhook-events.e2e-spec';
 import '../webhook-order.e2e-spec';
 import '../webhook-ledger-writes.e2e-spec';
+import '../webhook-one-statement.e2e-spec';
 import '../webhook-concurrency.e2e-spec';
 import '../provider-truth.e2e-spec';
 import '../webhook-cli.e2e-spec';
