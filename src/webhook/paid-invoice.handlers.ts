@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { historySql, HistoryService, PaidInvoice } from '../billing/history.service';
-import { subscriptionSql } from '../billing/subscription.sql';
-import { namedParams } from '../database/prepared';
-import { UUID } from '../identity/identity.service';
 import { EVENT_TYPES, idOf, isObject, ProviderEvent, secondsOf } from '../billing/provider-event';
 import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
+import { subscriptionSql } from '../billing/subscription.sql';
 import { AppConfig } from '../config/app-config';
+import { namedParams } from '../database/prepared';
+import { UUID } from '../identity/identity.service';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent, OneStatement, reasons } from './event-handler';
 import { metadataOrganisation, OrganisationLinks } from './organisation-links';
 import { tierOfPrice } from './tier-resolution';
