@@ -68,8 +68,20 @@ export class HistoryService {
   }
 }
 
+/** What `historySql.record` takes of a paid invoice (all but its organisation), in parameter order. */
+export const PAID_INVOICE_VALUES = [
+  'invoiceId',
+  'subscriptionId',
+  'amountPaid',
+  'currency',
+  'periodStart',
+  'periodEnd',
+  'paidAt',
+  'hostedInvoiceUrl',
+] as const satisfies readonly Exclude<keyof PaidInvoice, 'organisationId'>[];
+
 /** A paid invoice's values, as SQL expressions, for `historySql.record`. */
-export type PaidInvoiceValues = Record<Exclude<keyof PaidInvoice, 'organisationId'>, string>;
+export type PaidInvoiceValues = Record<(typeof PAID_INVOICE_VALUES)[number], string>;
 
 /** Billing history as an SQL fragment, for the webhook's one-statement path. The SQL stays with its owner. */
 export const historySql = {
@@ -85,15 +97,5 @@ export const historySql = {
     ON CONFLICT (invoice_id) DO NOTHING RETURNING id`,
 };
 
-const RECORD = namedParams(
-  'organisationId',
-  'invoiceId',
-  'subscriptionId',
-  'amountPaid',
-  'currency',
-  'periodStart',
-  'periodEnd',
-  'paidAt',
-  'hostedInvoiceUrl',
-);
+const RECORD = namedParams('organisationId', ...PAID_INVOICE_VALUES);
 const RECORD_SQL = historySql.record(`(SELECT ${RECORD.ref.organisationId}::uuid AS organisation_id) AS organisation`, RECORD.ref);

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { historySql, HistoryService, PaidInvoice } from '../billing/history.service';
+import { historySql, HistoryService, PAID_INVOICE_VALUES, PaidInvoice } from '../billing/history.service';
 import { EVENT_TYPES, idOf, isObject, ProviderEvent, secondsOf } from '../billing/provider-event';
 import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
 import { subscriptionSql } from '../billing/subscription.sql';
@@ -74,18 +74,7 @@ abstract class PaidInvoiceHandler implements EventHandler {
 
 const alreadyRecorded = (invoiceId: string) => `invoice ${invoiceId} was already recorded`;
 
-const INVOICE = namedParams(
-  'invoiceId',
-  'subscriptionId',
-  'amountPaid',
-  'currency',
-  'periodStart',
-  'periodEnd',
-  'paidAt',
-  'hostedInvoiceUrl',
-  'given',
-  'alreadyRecorded',
-);
+const INVOICE = namedParams(...PAID_INVOICE_VALUES, 'given', 'alreadyRecorded');
 const P = INVOICE.ref;
 const INVOICE_CTES = `
   known AS (
