@@ -78,24 +78,10 @@ export async function inOneStatement(
 ): Promise<{ status: LedgerStatus; reason: string | null } | undefined> {
   const ids = providerIds.filter((id): id is string => !!id);
   const keys = lockKeys(ids);
-  const $ = (i: number) => `$${effect.values.length + i}`;
   try {
     const [row] = await preparedQuery<{ status: LedgerStatus; reason: string | null }>(
       manager,
-      `WITH fresh AS (
-         SELECT true AS fresh WHERE NOT EXISTS (SELECT 1 FROM webhook_events WHERE id = ${$(1)})
-           AND NOT EXISTS (SELECT 1 FROM webhook_events w WHERE w.status = 'unmatched' AND w.id <> ${$(1)}
-                             AND (w.customer_id = ANY(${$(9)}::text[]) OR w.subscription_id = ANY(${$(9)}::text[])))
-       ),
-       ${effect.ctes},
-       ledger AS (
-         INSERT INTO webhook_events (id, type, created, livemode, payload, source, status, reason, organisation_id,
-           customer_id, subscription_id, processed_at)
-         SELECT ${$(1)}, ${$(2)}, ${$(3)}::bigint, ${$(4)}::boolean, ${$(5)}, ${$(6)}, effect.status, left(effect.reason, 1000),
-           effect.organisation_id, ${$(7)}, ${$(8)}, now()
-         FROM effect RETURNING status, reason
-       )
-       SELECT status, reason FROM ledger`,
+      oneStatementText(effect),
       [
         ...effect.values,
         event.id,
@@ -115,6 +101,34 @@ export async function inOneStatement(
     if ((err as { constraint?: string }).constraint === 'webhook_events_pkey') throw new ClaimLost(event.id);
     throw err;
   }
+}
+
+// The whole statement's text per handler's CTEs (which always take the same number of values), built once
+// rather than on every delivery: it is also the key of its prepared statement.
+const oneStatementTexts = new Map<string, string>();
+
+function oneStatementText(effect: OneStatement): string {
+  let text = oneStatementTexts.get(effect.ctes);
+  if (text === undefined) {
+    // The ledger's parameters follow the handler's.
+    const $ = (i: number) => `$${effect.values.length + i}`;
+    text = `WITH fresh AS (
+       SELECT true AS fresh WHERE NOT EXISTS (SELECT 1 FROM webhook_events WHERE id = ${$(1)})
+         AND NOT EXISTS (SELECT 1 FROM webhook_events w WHERE w.status = 'unmatched' AND w.id <> ${$(1)}
+                           AND (w.customer_id = ANY(${$(9)}::text[]) OR w.subscription_id = ANY(${$(9)}::text[])))
+     ),
+     ${effect.ctes},
+     ledger AS (
+       INSERT INTO webhook_events (id, type, created, livemode, payload, source, status, reason, organisation_id,
+         customer_id, subscription_id, processed_at)
+       SELECT ${$(1)}, ${$(2)}, ${$(3)}::bigint, ${$(4)}::boolean, ${$(5)}, ${$(6)}, effect.status, left(effect.reason, 1000),
+         effect.organisation_id, ${$(7)}, ${$(8)}, now()
+       FROM effect RETURNING status, reason
+     )
+     SELECT status, reason FROM ledger`;
+    oneStatementTexts.set(effect.ctes, text);
+  }
+  return text;
 }
 
 /** A redelivery or replay of a stored event: counted in `attempts`, its row locked until commit. */
