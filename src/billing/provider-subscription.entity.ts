@@ -3,7 +3,7 @@ import { Organisation } from '../identity/organisation.entity';
 
 /**
  * A provider subscription tied to an organisation, with its state as the provider last told it (in event
- * order). An organisation's license follows its best live subscription (licensing/license-state.sql.ts).
+ * order). An organisation's license follows its best live subscription (licensing/licensing.repository.ts).
  * Lets events without metadata find their organisation, and remembers deletions: a deleted subscription
  * id never comes back to life. Provider timestamps are Unix seconds.
  */

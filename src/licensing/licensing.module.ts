@@ -2,18 +2,22 @@ import { Module } from '@nestjs/common';
 import { LicensingController } from './licensing.controller';
 import { LicensingService } from './licensing.service';
 import { MemberLimitPolicy } from '../identity/member-limit.port';
+import { LicensingRepository } from './licensing.repository';
+import { UsageRepository } from './usage.repository';
 import { UsageService } from './usage.service';
 import { NotificationsModule } from '../notifications/notifications.module';
 
 /**
- * License status (derived from billing's subscriptions, see license-state.sql.ts), usage metering and
+ * License status (derived from billing's subscriptions, see licensing.repository.ts), usage metering and
  * limit enforcement (tiers come from AppConfig).
  */
 @Module({
   imports: [NotificationsModule],
   controllers: [LicensingController],
   providers: [
+    LicensingRepository,
     LicensingService,
+    UsageRepository,
     UsageService,
     { provide: MemberLimitPolicy, useExisting: LicensingService },
   ],

@@ -55,7 +55,7 @@ export interface CapacityParams extends OutboxParams {
 
 /**
  * For licensing's usage write (one statement): a `usage.capacity` message when the counter change in CTE
- * `counted` (columns used, lim) moved the metric across its limit in force. The value before is
+ * `counted` (columns used, "limit") moved the metric across its limit in force. The value before is
  * `used - amount` (exact, the counter row being locked by the write; for a decrease stopped at 0 it is
  * the most it can have been). The message's version is taken under the organisation's notice-state row
  * lock, and its license fields are the license last notified, which is what a receiver holds at the
@@ -64,8 +64,8 @@ export interface CapacityParams extends OutboxParams {
 export function capacityNotificationSql(p: CapacityParams, counted: string): string {
   return `
   crossed AS (
-    SELECT c.used, c.lim, c.used >= c.lim AS at_capacity FROM ${counted} c
-    WHERE (c.used >= c.lim) <> (c.used - ${p.amount}::bigint >= c.lim)
+    SELECT c.used, c."limit", c.used >= c."limit" AS at_capacity FROM ${counted} c
+    WHERE (c.used >= c."limit") <> (c.used - ${p.amount}::bigint >= c."limit")
   ),
   bumped AS (
     INSERT INTO notification_states AS n (organisation_id, version)
@@ -73,6 +73,6 @@ export function capacityNotificationSql(p: CapacityParams, counted: string): str
     ON CONFLICT (organisation_id) DO UPDATE SET version = n.version + 1
     RETURNING n.version, n.tier, n.is_active, n.is_expired
   ),
-  capacity AS (SELECT b.*, c.used, c.lim, c.at_capacity FROM bumped b CROSS JOIN crossed c),
-  ${outboxSql(p, 'capacity', 'usage.capacity', `'metric', ${p.metric}::text, 'used', s.used, 'limit', s.lim, 'at_capacity', s.at_capacity`)}`;
+  capacity AS (SELECT b.*, c.used, c."limit", c.at_capacity FROM bumped b CROSS JOIN crossed c),
+  ${outboxSql(p, 'capacity', 'usage.capacity', `'metric', ${p.metric}::text, 'used', s.used, 'limit', s."limit", 'at_capacity', s.at_capacity`)}`;
 }

@@ -6,7 +6,7 @@ import { AppConfig } from '../config/app-config';
 import { FREE_TIER } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
 import { transaction } from '../database/transaction';
-import { licenseStateSql, licenseStateValues } from '../licensing/license-state.sql';
+import { licenseStateSql, licenseStateValues } from '../licensing/licensing.repository';
 import { deliveryJobKey, DELIVERY_TASK } from './job-queue';
 import { capacityNotificationSql, outboxSql } from './notification.sql';
 
@@ -44,7 +44,7 @@ const CHANGE_SQL = `
 /**
  * Paid licenses last notified active whose past_due subscription's grace has run out since they were last
  * compared: no event marks that moment, so the minutely job looks for them (among billing's license
- * candidates, as license-state.sql.ts reads them). Grace counts from past_due_since in whole seconds of
+ * candidates, as licensing.repository.ts reads them). Grace counts from past_due_since in whole seconds of
  * now() rounded, so a comparison within the second after the end may still find it in grace: such a row is
  * looked at again.
  */
@@ -117,7 +117,7 @@ export class NotificationsService {
   }
 
   /**
-   * The CTEs licensing's usage write embeds after its counter upsert `counted` (columns used, lim), or
+   * The CTEs licensing's usage write embeds after its counter upsert `counted` (columns used, "limit"), or
    * undefined when nothing is sent. Their parameters are the write's own plus `urls` (capacityValues).
    */
   capacitySql(params: { organisation: string; metric: string; amount: string; urls: string }, counted: string): string | undefined {
