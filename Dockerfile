@@ -12,6 +12,7 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/client/package.json ./packages/client/
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ormconfig.ts ./
 COPY scripts ./scripts
@@ -22,6 +23,7 @@ RUN npm run build
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/client/package.json ./packages/client/
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 # Runtime: compiled code and production dependencies, owned by root and run as the unprivileged `node` user,

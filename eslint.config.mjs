@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', '.data/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', '.data/', 'packages/*/dist/', 'packages/*/node_modules/', 'packages/client/src/schema.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

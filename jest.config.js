@@ -1,7 +1,7 @@
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/test', '<rootDir>/src'],
+  roots: ['<rootDir>/test', '<rootDir>/src', '<rootDir>/packages/client/test'],
   // Loading the app's ~1500 modules costs a Jest test file ~2 s of CPU, so the end-to-end specs run in
   // groups (test/groups/*, one load per area) rather than one file each; unit specs (*.spec.ts) load little.
   // One spec file alone: `npx jest --testMatch '**/test/usage.e2e-spec.ts'` (see README, Tests).

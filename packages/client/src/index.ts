@@ -1,0 +1,158 @@
+import createFetchClient from 'openapi-fetch';
+import { Webhook } from 'standardwebhooks';
+import type { components, paths } from './schema.js';
+
+export type { components, paths };
+export type Schemas = components['schemas'];
+
+/** The shared error body of every error the service answers. */
+export type ErrorBody = Schemas['ErrorResponse'];
+/** Every stable machine code the service can answer: switch on it, not on the message. */
+export type ErrorCode = ErrorBody['code'];
+
+/** An answer of the service other than 2xx: its status, its `code` and its request id (for support). */
+export class ServiceError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly body: ErrorBody;
+  /** `X-Request-Id` of the failed request: the service logs its details under it. */
+  readonly requestId: string | null;
+  /** Seconds to wait before trying again, when the service said so (`Retry-After`). */
+  readonly retryAfterS: number | null;
+
+  constructor(response: Response, body: ErrorBody) {
+    super(`${response.status} ${body.code}: ${body.message}`);
+    this.name = 'ServiceError';
+    this.status = response.status;
+    this.code = body.code;
+    this.body = body;
+    this.requestId = response.headers.get('x-request-id');
+    const retryAfter = Number(response.headers.get('retry-after'));
+    this.retryAfterS = response.headers.has('retry-after') && Number.isFinite(retryAfter) ? retryAfter : null;
+  }
+}
+
+/** Narrows an unknown error to the service's, optionally to some codes: `if (isServiceError(err, 'limit_exceeded'))`. */
+export function isServiceError<C extends ErrorCode>(err: unknown, ...codes: C[]): err is ServiceError & { code: C } {
+  return err instanceof ServiceError && (codes.length === 0 || (codes as ErrorCode[]).includes(err.code));
+}
+
+export interface ClientOptions {
+  /** The service's origin, e.g. `https://billing.internal` (no trailing path). */
+  baseUrl: string;
+  /** A user's session token or the web app's own JWT: sent as `Authorization: Bearer …`. */
+  session?: string;
+  /** One of `SERVICE_API_KEYS`, for the web app's back end (provisioning, usage): sent as `X-Service-Key`. */
+  serviceKey?: string;
+  /** Another fetch (tests, proxies, retries of your own). */
+  fetch?: typeof globalThis.fetch;
+}
+
+type Body<P extends keyof paths, M extends 'post' | 'put'> = paths[P][M] extends {
+  requestBody?: { content: { 'application/json': infer B } };
+}
+  ? B
+  : never;
+
+/**
+ * The web app's client: one typed function per route it (or its back end) calls. Each answers the route's
+ * 2xx body, or throws a `ServiceError` carrying the error's `code`.
+ */
+export function createClient(options: ClientOptions) {
+  const headers: Record<string, string> = {};
+  if (options.session) headers.Authorization = `Bearer ${options.session}`;
+  if (options.serviceKey) headers['X-Service-Key'] = options.serviceKey;
+  const api = createFetchClient<paths>({ baseUrl: options.baseUrl, headers, fetch: options.fetch });
+
+  // openapi-fetch answers `{ data }` or `{ error }` with the response; this turns the second into a throw.
+  async function call<T>(pending: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+    const { data, error, response } = await pending;
+    if (!response.ok) throw new ServiceError(response, error as ErrorBody);
+    return data as T;
+  }
+
+  return {
+    /** `GET /api/health`: 200 while the database answers. */
+    health: () => call(api.GET('/api/health')),
+
+    // The signed-in user (session or JWT).
+    /** `GET /api/me`: the caller and their organisations, with role and tier. */
+    me: () => call(api.GET('/api/me')),
+    /** `GET /api/organisations/{id}/members` (any member). */
+    members: (organisationId: string) => call(api.GET('/api/organisations/{id}/members', { params: { path: { id: organisationId } } })),
+    /** `GET /api/licensing/status`: tier, flags and usage against limits. */
+    status: (organisationId: string) => call(api.GET('/api/licensing/status', { params: { query: { organisation_id: organisationId } } })),
+    /** `GET /api/licensing/check`: would `amount` more of `metric` fit? (member or service key) */
+    check: (query: paths['/api/licensing/check']['get']['parameters']['query']) =>
+      call(api.GET('/api/licensing/check', { params: { query } })),
+    /** `GET /api/billing/session`: what a completed checkout bought. */
+    checkoutSession: (sessionId: string) => call(api.GET('/api/billing/session', { params: { query: { session_id: sessionId } } })),
+    /** `POST /api/billing/checkout` (owner or admin): a provider checkout to redirect the buyer to. */
+    checkout: (body: Body<'/api/billing/checkout', 'post'>) => call(api.POST('/api/billing/checkout', { body })),
+    /** `GET /api/billing/portal` (owner or admin): the provider's billing portal URL. */
+    portal: (organisationId?: string) =>
+      call(api.GET('/api/billing/portal', { params: { query: organisationId ? { organisation_id: organisationId } : {} } })),
+    /** `GET /api/billing/history`: paid invoices, newest first, a page at a time. */
+    history: (query: paths['/api/billing/history']['get']['parameters']['query']) =>
+      call(api.GET('/api/billing/history', { params: { query } })),
+
+    // The web app's back end (X-Service-Key).
+    /** `POST /api/licensing/usage`: add usage; refused past the limit (402 `limit_exceeded`). */
+    reportUsage: (body: Body<'/api/licensing/usage', 'post'>) => call(api.POST('/api/licensing/usage', { body })),
+    admin: {
+      /** `POST /api/admin/organisations`: idempotent by `external_id`. */
+      createOrganisation: (body: Body<'/api/admin/organisations', 'post'>) => call(api.POST('/api/admin/organisations', { body })),
+      organisation: (id: string) => call(api.GET('/api/admin/organisations/{id}', { params: { path: { id } } })),
+      organisationByExternalId: (externalId: string) =>
+        call(api.GET('/api/admin/organisations', { params: { query: { external_id: externalId } } })),
+      /** `POST /api/admin/users`: idempotent by `external_id`. */
+      createUser: (body: Body<'/api/admin/users', 'post'>) => call(api.POST('/api/admin/users', { body })),
+      user: (id: string) => call(api.GET('/api/admin/users/{id}', { params: { path: { id } } })),
+      userByExternalId: (externalId: string) => call(api.GET('/api/admin/users', { params: { query: { external_id: externalId } } })),
+      /** `PUT …/members/{user_id}`: add a member or change a role (402 `limit_exceeded` past the `users` limit). */
+      putMember: (organisationId: string, userId: string, body: Body<'/api/admin/organisations/{id}/members/{user_id}', 'put'>) =>
+        call(api.PUT('/api/admin/organisations/{id}/members/{user_id}', { params: { path: { id: organisationId, user_id: userId } }, body })),
+      /** `DELETE …/members/{user_id}` (never the last owner: 409 `last_owner`). */
+      removeMember: (organisationId: string, userId: string) =>
+        call(api.DELETE('/api/admin/organisations/{id}/members/{user_id}', { params: { path: { id: organisationId, user_id: userId } } })),
+      /** `POST /api/admin/sessions`: a session token for a user of the web app. */
+      createSession: (body: Body<'/api/admin/sessions', 'post'>) => call(api.POST('/api/admin/sessions', { body })),
+      /** `POST /api/admin/sessions/revoke`: one session (`{token}`) or all of a user's (`{user_id}`). */
+      revokeSessions: (body: Body<'/api/admin/sessions/revoke', 'post'>) => call(api.POST('/api/admin/sessions/revoke', { body })),
+    },
+  };
+}
+
+export type Client = ReturnType<typeof createClient>;
+
+/** The data every notification carries about the organisation whose license it concerns. */
+export interface LicenseData {
+  organisation_id: string;
+  external_id: string | null;
+  tier: string;
+  is_active: boolean;
+  is_expired: boolean;
+  /** Grows by one with every change of the organisation: drop a message older than one already applied. */
+  version: number;
+}
+
+/** What the service POSTs to each of `NOTIFY_URLS`. */
+export type Notification =
+  | { type: 'license.updated'; timestamp: string; data: LicenseData }
+  | { type: 'usage.capacity'; timestamp: string; data: LicenseData & { metric: string; used: number; limit: number; at_capacity: boolean } };
+
+/**
+ * Verifies a notification as received (the raw body, exactly as it arrived, and its headers) against
+ * `NOTIFY_SECRET` (`whsec_…`), Standard Webhooks style, and answers the typed message. Throws when the
+ * signature does not match or the timestamp is more than five minutes away.
+ */
+export function verifyNotification(
+  rawBody: string | Buffer,
+  headers: Record<string, string | string[] | undefined> | Headers,
+  secret: string,
+): Notification {
+  const plain: Record<string, string> = {};
+  const entries = headers instanceof Headers ? [...headers.entries()] : Object.entries(headers);
+  for (const [name, value] of entries) if (value !== undefined) plain[name.toLowerCase()] = Array.isArray(value) ? value[0] : value;
+  return new Webhook(secret).verify(typeof rawBody === 'string' ? rawBody : rawBody.toString('utf8'), plain) as Notification;
+}

@@ -1,0 +1,108 @@
+import { createServer, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { createClient, isServiceError, Notification, ServiceError, verifyNotification } from '../src';
+import { newNotifySecret } from '../../../test/support/notification-receiver';
+import { startTestApp, TestApp } from '../../../test/support/test-app';
+import { waitFor } from '../../../test/support/wait-for';
+
+const KEY = 'svc_client_test_key';
+
+/** A web app's notification endpoint that verifies with the client, as the integration guide shows. */
+async function startVerifyingReceiver(secret: string) {
+  const received: Notification[] = [];
+  const refused: string[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      try {
+        received.push(verifyNotification(Buffer.concat(chunks), req.headers, secret));
+        res.writeHead(204).end();
+      } catch (err) {
+        refused.push((err as Error).message);
+        res.writeHead(400).end();
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/notify`;
+  return { url, received, refused, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/** The client package against the real service (real PostgreSQL, real HTTP), as a web app uses it. */
+describe('packages/client against the service', () => {
+  const secret = newNotifySecret();
+  let receiver: Awaited<ReturnType<typeof startVerifyingReceiver>>;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    receiver = await startVerifyingReceiver(secret);
+    t = await startTestApp({ env: { SERVICE_API_KEYS: KEY, NOTIFY_URLS: receiver.url, NOTIFY_SECRET: secret } });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  /** The web app's back end provisions an organisation with an owner and signs the owner in. */
+  async function provision(externalId: string) {
+    const backEnd = createClient({ baseUrl: t.baseUrl, serviceKey: KEY });
+    const organisation = await backEnd.admin.createOrganisation({ name: `Org ${externalId}`, external_id: externalId });
+    const owner = await backEnd.admin.createUser({ email: `${externalId}@example.com`, external_id: `user_${externalId}` });
+    await backEnd.admin.putMember(organisation.id, owner.id, { role: 'owner' });
+    const { token } = await backEnd.admin.createSession({ user_id: owner.id });
+    return { backEnd, organisation, owner, user: createClient({ baseUrl: t.baseUrl, session: token }) };
+  }
+
+  it('provisions idempotently and reads back what it made, typed', async () => {
+    const { backEnd, organisation, owner, user } = await provision('client_a');
+    expect(await backEnd.admin.createOrganisation({ name: 'ignored', external_id: 'client_a' })).toEqual(organisation);
+    expect(await backEnd.admin.organisationByExternalId('client_a')).toEqual(organisation);
+    expect(await backEnd.admin.user(owner.id)).toEqual(owner);
+
+    const me = await user.me();
+    expect(me.user.email).toBe('client_a@example.com');
+    expect(me.organisations).toEqual([expect.objectContaining({ id: organisation.id, role: 'owner', tier: 'free' })]);
+    expect((await user.members(organisation.id)).data).toEqual([{ user_id: owner.id, email: owner.email, role: 'owner' }]);
+
+    const status = await user.status(organisation.id);
+    expect(status.license).toEqual({ is_active: true, is_expired: false, tier: 'free' });
+    expect(status.usage.users).toEqual({ used: 1, limit: 3, at_capacity: false });
+    expect(await user.history({ organisation_id: organisation.id })).toEqual({ data: [], has_more: false });
+  });
+
+  it("throws the service's errors with their code, status and request id", async () => {
+    const { organisation } = await provision('client_b');
+    const stranger = await provision('client_c');
+
+    const forbidden = await stranger.user.status(organisation.id).catch((err: unknown) => err);
+    expect(forbidden).toBeInstanceOf(ServiceError);
+    expect(forbidden).toMatchObject({ status: 403, code: 'organisation_forbidden' });
+    expect((forbidden as ServiceError).requestId).toEqual(expect.any(String));
+
+    const anonymous = createClient({ baseUrl: t.baseUrl });
+    const unauthenticated = await anonymous.me().catch((err: unknown) => err);
+    expect(isServiceError(unauthenticated, 'unauthenticated')).toBe(true);
+    expect(isServiceError(unauthenticated, 'organisation_forbidden')).toBe(false);
+  });
+
+  it('reports usage up to the limit, is refused past it, and the web app hears of it by a verified notification', async () => {
+    const { backEnd, organisation } = await provision('client_d');
+    const used = await backEnd.reportUsage({ organisation_id: organisation.id, metric: 'projects', amount: 3 });
+    expect(used).toEqual({ metric: 'projects', used: 3, limit: 3, at_capacity: true });
+    const refused = await backEnd.reportUsage({ organisation_id: organisation.id, metric: 'projects', amount: 1 }).catch((err: unknown) => err);
+    expect(isServiceError(refused, 'limit_exceeded') && refused.status).toBe(402);
+    expect(await backEnd.check({ organisation_id: organisation.id, metric: 'projects', amount: 1 })).toMatchObject({ allowed: false });
+
+    const message = await waitFor('its usage.capacity notification', () => receiver.received.find((m) => m.data.organisation_id === organisation.id));
+    expect(message).toMatchObject({ type: 'usage.capacity', data: { metric: 'projects', at_capacity: true, external_id: 'client_d' } });
+    expect(receiver.refused).toEqual([]);
+  });
+
+  it('refuses a notification that was not signed with the secret, or was altered', () => {
+    const body = JSON.stringify({ type: 'license.updated', timestamp: new Date().toISOString(), data: {} });
+    const headers = { 'webhook-id': 'msg_1', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' };
+    expect(() => verifyNotification(body, headers, secret)).toThrow();
+    expect(() => verifyNotification(body, {}, secret)).toThrow();
+  });
+});
