@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { createLogger, PinoNestLogger } from './common/logger';
-import { jsonBodyLimits, rejectNulInUrl } from './common/input-limits';
+import { jsonBodyLimits, jsonOnlyBodies, rejectNulInUrl, rejectReservedQueryNames } from './common/input-limits';
 import { requestLogging } from './common/request-logging';
 import { applyHttpSecurity } from './ops/http-security';
 import { hardenHttpServer } from './ops/http-server';
@@ -31,7 +31,11 @@ export async function createApp(config: AppConfig, logger: Logger = createLogger
   app.use(requestLogging(logger));
   applyHttpSecurity(app, config);
   app.use(rejectNulInUrl);
+  app.use(rejectReservedQueryNames);
+  // After the cross-origin protection (a cross-site form post is 403 first), before any parser.
+  app.use(jsonOnlyBodies('/api/', [WEBHOOK_ROUTE]));
   app.useBodyParser('json', { limit: BODY_LIMIT });
+  // For the sandbox's HTML forms only: the API takes JSON alone (jsonOnlyBodies).
   app.useBodyParser('urlencoded', { limit: BODY_LIMIT, extended: false });
   // Before validation: its recursion is what a deeply nested body would overflow.
   app.use(jsonBodyLimits([WEBHOOK_ROUTE]));

@@ -108,15 +108,16 @@ describe('input limits and the HTTP server', () => {
   });
 
   describe('__proto__ and constructor keys', () => {
-    it('never reach an object prototype (JSON.parse makes them own keys; class-transformer skips them)', async () => {
+    it('are refused like any unknown field (issue #33) and never reach an object prototype', async () => {
       const org = (await createOrganisation(t)).id;
       const body = `{"organisation_id":"${org}","metric":"projects","amount":1,
         "__proto__":{"polluted":true,"amount":1000},"constructor":{"prototype":{"polluted":true}}}`;
       const res = await usage(body);
-      expect(res.status).toBe(200);
-      expect(res.body).toEqual({ metric: 'projects', used: 1, limit: expect.any(Number), at_capacity: false });
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('validation_failed');
       const query = await t.http().get(`/api/licensing/check?organisation_id=${org}&metric=projects&__proto__=1&constructor=2`).set('X-Service-Key', KEY);
-      expect(query.status).toBeLessThan(500);
+      expect(query.status).toBe(400);
+      expect(await t.db.query('SELECT 1 FROM usage_counters WHERE organisation_id = $1', [org])).toEqual([]);
       expect(({} as Record<string, unknown>).polluted).toBeUndefined();
       expect(Object.prototype).not.toHaveProperty('polluted');
       expect(Object.prototype).not.toHaveProperty('amount');

@@ -1,18 +1,15 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
+import { IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
+import { QueryInt } from '../common/query-int.decorator';
 
 export class HistoryQuery {
   @ApiProperty({ format: 'uuid' })
   @IsUUID()
   organisation_id: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 10 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: 10 })
   @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(100)
+  @QueryInt({ min: 1, max: 100 })
   limit?: number;
 
   @ApiPropertyOptional({ description: 'invoice_id of the last entry of the previous page' })

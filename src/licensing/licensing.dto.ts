@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsUUID, Matches, Max, Min, NotEquals } from 'class-validator';
+import { QueryInt } from '../common/query-int.decorator';
 import { METERED_METRICS, MeteredMetric, Metric, METRICS } from '../config/tiers';
 
 // Larger reports are bugs on the reporting side, not usage.
@@ -20,11 +20,7 @@ export class CheckQuery extends OrganisationQuery {
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_AMOUNT, default: 1 })
   @IsOptional()
-  // Digits only become a number; anything else (1.5, 1e3, -1, a repeated parameter) stays as given and fails IsInt.
-  @Transform(({ value }) => (typeof value === 'string' && /^\d{1,16}$/.test(value) ? Number(value) : value))
-  @IsInt()
-  @Min(1)
-  @Max(MAX_AMOUNT)
+  @QueryInt({ min: 1, max: MAX_AMOUNT })
   amount: number = 1;
 }
 

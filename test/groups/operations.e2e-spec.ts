@@ -8,4 +8,5 @@ import '../webhook-sigkill.e2e-spec';
 import '../migration-lock.e2e-spec';
 import '../ops-shutdown.e2e-spec';
 import '../http-limits.e2e-spec';
+import '../input-strictness.e2e-spec';
 import '../ops-http.e2e-spec';
