@@ -390,7 +390,7 @@ export interface components {
              *     - `invalid_json` (400): The body is not valid JSON.
              *     - `json_too_deep` (400): The JSON body is nested deeper than 64 levels (not checked on the webhook route).
              *     - `nul_character` (400): A query value, path segment or JSON string holds a NUL character (%00, \u0000).
-             *     - `validation_failed` (400): A parameter or body field is missing, of the wrong type, or out of range (one line per failed rule).
+             *     - `validation_failed` (400): A parameter or body field is missing, unknown (also __proto__, constructor, prototype), of the wrong type (an integer in a query is plain decimal digits), or out of range (one line per failed rule).
              *     - `session_id_required` (400): GET /api/billing/session without session_id.
              *     - `invalid_session_id` (400): session_id does not look like a checkout session id (cs_…).
              *     - `payment_not_completed` (400): The checkout session exists but its payment is not completed.
@@ -432,7 +432,7 @@ export interface components {
              *     - `idempotency_key_reused` (409): The idempotency key was already used for a different report.
              *     - `subscription_exists` (409): The organisation already has a live subscription: change the plan in the billing portal.
              *     - `payload_too_large` (413): The body is larger than 1 MiB.
-             *     - `unsupported_media_type` (415): The body has a content type the route does not take.
+             *     - `unsupported_media_type` (415): A body on an /api route that is not JSON (Content-Type: application/json), e.g. a form post; or a JSON charset other than UTF-8.
              *     - `headers_too_large` (431): The request headers are larger than 16 KiB; the connection is closed.
              *     - `too_many_requests` (429): Too many requests.
              *     - `internal_error` (500): Something went wrong on our side.
