@@ -1,10 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { Webhook } from 'standardwebhooks';
-import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { notificationDeliveries } from '../ops/metrics';
-import { deliveryJobKey, DELIVERY_TASK } from './job-queue';
+import { DeliveryAttemptRow, NotificationDeliveriesRepository } from './notification-deliveries.repository';
 
 /** Per attempt: no answer (headers) within this long is a failure. */
 export const ATTEMPT_TIMEOUT_MS = 10_000;
@@ -30,21 +28,6 @@ export function displayUrl(url: string): string {
   return `${u.protocol}//${u.host}${u.pathname}${u.search ? '?…' : ''}`;
 }
 
-const FAILED_ATTEMPT_SQL = `
-  WITH d AS (
-    UPDATE notification_deliveries
-    SET attempts = attempts + 1, last_error = $2,
-        status = CASE WHEN $3::float8 IS NULL THEN 'failed' ELSE 'pending' END,
-        next_attempt_at = now() + make_interval(secs => $3::float8)
-    WHERE id = $1 AND status = 'pending'
-    RETURNING id, status, next_attempt_at)
-  SELECT d.status,
-         CASE WHEN d.status = 'pending' THEN
-           (graphile_worker.add_job('${DELIVERY_TASK}', json_build_object('delivery_id', d.id),
-                                    run_at => d.next_attempt_at, job_key => $4)).id
-         END AS job_id
-  FROM d`;
-
 /**
  * One attempt of one delivery (a job of the queue): sign with NOTIFY_SECRET per Standard Webhooks, POST,
  * and record the outcome. A failure schedules the next attempt itself, as a new job with the delivery's
@@ -59,43 +42,33 @@ export class NotificationDeliveryService {
   attemptTimeoutMs = ATTEMPT_TIMEOUT_MS;
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly deliveries: NotificationDeliveriesRepository,
     private readonly config: AppConfig,
   ) {
     if (config.notifySecret) this.signer = new Webhook(config.notifySecret);
   }
 
   async attempt(deliveryId: string, abort?: AbortSignal): Promise<void> {
-    const [d] = await this.db.query(
-      `SELECT d.url, d.status, d.next_attempt_at > now() + interval '5 seconds' AS not_due, m.id AS message_id, m.body,
-              extract(epoch FROM now() - d.retry_from)::float8 AS age_s
-       FROM notification_deliveries d JOIN notification_messages m ON m.id = d.message_id WHERE d.id = $1`,
-      [deliveryId],
-    );
+    const d = await this.deliveries.findForAttempt(deliveryId);
     // Delivered, given up, deleted with its organisation, or a newer job holds its schedule: nothing to do.
-    if (!d || d.status !== 'pending' || d.not_due) return;
+    if (!d || d.status !== 'pending' || d.notDue) return;
     if (!this.signer || !this.config.notifyUrls.includes(d.url)) {
       return this.failed(deliveryId, d, 'the URL is no longer in NOTIFY_URLS', null);
     }
     const started = Date.now();
-    const error = await this.post(d.url, d.message_id, d.body, abort);
+    const error = await this.post(d.url, d.messageId, d.body, abort);
     if (error === undefined) {
-      await this.db.query(
-        `UPDATE notification_deliveries SET status = 'delivered', attempts = attempts + 1, delivered_at = now(),
-                next_attempt_at = NULL, last_error = NULL
-         WHERE id = $1 AND status = 'pending'`,
-        [deliveryId],
-      );
+      await this.deliveries.markDelivered(deliveryId);
       notificationDeliveries.inc({ outcome: 'delivered' });
       return;
     }
-    await this.failed(deliveryId, d, error, retryDelayS(d.age_s + (Date.now() - started) / 1000));
+    await this.failed(deliveryId, d, error, retryDelayS(d.ageS + (Date.now() - started) / 1000));
   }
 
-  private async failed(deliveryId: string, d: { url: string; message_id: string }, error: string, delayS: number | null) {
-    await this.db.query(FAILED_ATTEMPT_SQL, [deliveryId, error, delayS, deliveryJobKey(deliveryId)]);
+  private async failed(deliveryId: string, d: DeliveryAttemptRow, error: string, delayS: number | null) {
+    await this.deliveries.recordFailedAttempt(deliveryId, error, delayS);
     notificationDeliveries.inc({ outcome: delayS === null ? 'gave_up' : 'failed_attempt' });
-    const line = { msg: 'notification delivery failed', webhook_id: d.message_id, url: displayUrl(d.url), error };
+    const line = { msg: 'notification delivery failed', webhook_id: d.messageId, url: displayUrl(d.url), error };
     if (delayS === null) this.logger.error({ ...line, msg: 'notification delivery given up (notifications:retry resends it)' });
     else this.logger.warn({ ...line, retry_in_s: Math.round(delayS) });
   }

@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
+import { NotificationDeliveriesRepository } from './notification-deliveries.repository';
 import { NotificationDeliveryService } from './notification-delivery.service';
 import { NotificationOutbox } from './notification-outbox.service';
 import { NotificationWorker } from './notification-worker';
+import { NotificationsRepository } from './notifications.repository';
 import { NotificationsService } from './notifications.service';
 
 /**
@@ -10,7 +12,14 @@ import { NotificationsService } from './notifications.service';
  * to an outbox in PostgreSQL and delivered by a PostgreSQL-backed job queue from any instance.
  */
 @Module({
-  providers: [NotificationsService, NotificationDeliveryService, NotificationOutbox, NotificationWorker],
+  providers: [
+    NotificationsRepository,
+    NotificationDeliveriesRepository,
+    NotificationsService,
+    NotificationDeliveryService,
+    NotificationOutbox,
+    NotificationWorker,
+  ],
   exports: [NotificationsService, NotificationOutbox],
 })
 export class NotificationsModule {}

@@ -1,0 +1,185 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { subscriptionSql } from '../billing/subscription.sql';
+import { AppConfig } from '../config/app-config';
+import { FREE_TIER } from '../config/tiers';
+import { namedParams, preparedQuery } from '../database/prepared';
+import { licenseStateSql, licenseStateValues } from '../licensing/licensing.repository';
+import { deliveryJobKey, DELIVERY_TASK } from './job-queue';
+import { NotificationType } from './notification-message.entity';
+import { NotificationState } from './notification-state.entity';
+
+/*
+ * The notice states and the outbox's messages. A message is written by the statement that decides it: the
+ * license comparison below, or licensing's usage write, which embeds `capacityNotificationSql`.
+ */
+
+/** Where a statement embedding the fragments below keeps its values (see namedParams). */
+export interface OutboxParams {
+  organisation: string;
+  /** text[]: NOTIFY_URLS. */
+  urls: string;
+}
+
+// ISO 8601 in UTC with milliseconds, like Date.toISOString().
+const NOW_ISO = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * The outbox write, as common table expressions for the statement that decides a change, so that the
+ * decision, the message, its deliveries (one per URL) and their jobs are one round trip and one
+ * transaction. `source` names a CTE with one row per message: version, tier, is_active, is_expired and
+ * the columns `extraData` (pairs for json_build_object, e.g. `'metric', s.metric`) uses. The statement
+ * must reference `queued` (e.g. `(SELECT count(*) FROM queued)`) for the jobs to be added.
+ */
+export function outboxSql(p: OutboxParams, source: string, type: NotificationType, extraData = ''): string {
+  const $org = `${p.organisation}::uuid`;
+  return `
+  message AS (
+    INSERT INTO notification_messages (id, organisation_id, type, version, body)
+    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), ${$org}, '${type}', s.version,
+           json_build_object(
+             'type', '${type}',
+             'timestamp', ${NOW_ISO},
+             'data', json_build_object(
+               'organisation_id', ${$org},
+               'external_id', (SELECT o.external_id FROM organisations o WHERE o.id = ${$org}),
+               'tier', s.tier, 'is_active', s.is_active, 'is_expired', s.is_expired, 'version', s.version
+               ${extraData ? `, ${extraData}` : ''}))::text
+    FROM ${source} s
+    RETURNING id
+  ),
+  delivery AS (
+    INSERT INTO notification_deliveries (message_id, url)
+    SELECT m.id, u.url FROM message m CROSS JOIN unnest(${p.urls}::text[]) AS u(url)
+    RETURNING id
+  ),
+  queued AS (
+    SELECT j.id
+    FROM delivery d,
+         LATERAL graphile_worker.add_job('${DELIVERY_TASK}', json_build_object('delivery_id', d.id),
+                                         job_key => '${deliveryJobKey('')}' || d.id) AS j
+  )`;
+}
+
+export interface CapacityParams extends OutboxParams {
+  metric: string;
+  amount: string;
+}
+
+/**
+ * For licensing's usage write (one statement): a `usage.capacity` message when the counter change in CTE
+ * `counted` (columns used, "limit") moved the metric across its limit in force. The value before is
+ * `used - amount` (exact, the counter row being locked by the write; for a decrease stopped at 0 it is
+ * the most it can have been). The message's version is taken under the organisation's notice-state row
+ * lock, and its license fields are the license last notified, which is what a receiver holds at the
+ * previous version. No crossing: the CTEs below do nothing.
+ */
+export function capacityNotificationSql(p: CapacityParams, counted: string): string {
+  return `
+  crossed AS (
+    SELECT c.used, c."limit", c.used >= c."limit" AS at_capacity FROM ${counted} c
+    WHERE (c.used >= c."limit") <> (c.used - ${p.amount}::bigint >= c."limit")
+  ),
+  bumped AS (
+    INSERT INTO notification_states AS n (organisation_id, version)
+    SELECT ${p.organisation}::uuid, 1 FROM crossed
+    ON CONFLICT (organisation_id) DO UPDATE SET version = n.version + 1
+    RETURNING n.version, n.tier, n.is_active, n.is_expired
+  ),
+  capacity AS (SELECT b.*, c.used, c."limit", c.at_capacity FROM bumped b CROSS JOIN crossed c),
+  ${outboxSql(p, 'capacity', 'usage.capacity', `'metric', ${p.metric}::text, 'used', s.used, 'limit', s."limit", 'at_capacity', s.at_capacity`)}`;
+}
+
+/**
+ * Locks the organisation's notice-state row, creating it (free, active, not expired, version 0) when
+ * missing. `WHERE false` updates nothing, but ON CONFLICT DO UPDATE locks the existing row all the same.
+ * Every message of the organisation is decided under this lock, so versions follow commit order.
+ */
+const LOCK_SQL = `
+  INSERT INTO notification_states AS n (organisation_id) VALUES ($1)
+  ON CONFLICT (organisation_id) DO UPDATE SET version = n.version WHERE false`;
+
+/**
+ * After the lock (a new statement, so a new snapshot: it sees every change committed before the lock was
+ * granted): the license now, compared with the one last notified; when it differs, the version is bumped
+ * and the `license.updated` message, its deliveries and their jobs are written. One round trip.
+ */
+const CHANGE = namedParams('organisation', 'tiers', 'graceS', 'urls');
+const CHANGE_SQL = `
+  WITH ${licenseStateSql(CHANGE.ref)},
+  changed AS (
+    SELECT s.tier, s.is_active, s.is_expired, n.version + 1 AS version
+    FROM state s JOIN notification_states n ON n.organisation_id = ${CHANGE.ref.organisation}::uuid
+    WHERE (s.tier, s.is_active, s.is_expired) IS DISTINCT FROM (n.tier, n.is_active, n.is_expired)
+  ),
+  bumped AS (
+    UPDATE notification_states n
+    SET version = c.version, tier = c.tier, is_active = c.is_active, is_expired = c.is_expired, checked_at = now()
+    FROM changed c WHERE n.organisation_id = ${CHANGE.ref.organisation}::uuid
+    RETURNING n.version, n.tier, n.is_active, n.is_expired
+  ),
+  ${outboxSql(CHANGE.ref, 'bumped', 'license.updated')}
+  SELECT (SELECT version FROM bumped) AS version, (SELECT count(*) FROM queued)::int AS queued`;
+
+/**
+ * Paid licenses last notified active whose past_due subscription's grace has run out since they were last
+ * compared: no event marks that moment, so the minutely job looks for them (among billing's license
+ * candidates, as licensing.repository.ts reads them). Grace counts from past_due_since in whole seconds of
+ * now() rounded, so a comparison within the second after the end may still find it in grace: such a row is
+ * looked at again.
+ */
+const GRACE_EXPIRED_SQL = `
+  SELECT n.organisation_id AS "organisationId" FROM notification_states n
+  WHERE n.is_active AND n.tier <> '${FREE_TIER}' AND EXISTS (
+    SELECT 1 FROM (${subscriptionSql.licenseCandidates('n.organisation_id')}) s
+    CROSS JOIN LATERAL (SELECT COALESCE(s.past_due_since, s.period_end) + $1::bigint AS grace_end) g
+    WHERE s.status = 'past_due' AND g.grace_end < extract(epoch FROM now())::bigint
+      AND n.checked_at < to_timestamp(g.grace_end + 1))
+  LIMIT 1000`;
+
+/** Messages are kept 30 days once no delivery of theirs is pending. */
+const PRUNE_SQL = `
+  DELETE FROM notification_messages WHERE id IN (
+    SELECT m.id FROM notification_messages m
+    WHERE m.created_at < now() - interval '30 days'
+      AND NOT EXISTS (SELECT 1 FROM notification_deliveries d WHERE d.message_id = m.id AND d.status = 'pending')
+    LIMIT 1000)`;
+
+@Injectable()
+export class NotificationsRepository {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** Takes the organisation's notice-state row lock (see LOCK_SQL) for the rest of the transaction `m`. */
+  async lockState(m: EntityManager, organisationId: string): Promise<void> {
+    await preparedQuery(m, LOCK_SQL, [organisationId]);
+  }
+
+  /**
+   * Compares the license now with the one last notified and, when it differs, writes a `license.updated`
+   * message to every NOTIFY_URLS receiver. Answers the new version, or undefined when nothing changed.
+   */
+  async writeLicenseChange(m: EntityManager, organisationId: string): Promise<number | undefined> {
+    const values = CHANGE.values({ ...licenseStateValues(this.config, organisationId), urls: this.config.notifyUrls });
+    const [row] = await preparedQuery<{ version: number | null }>(m, CHANGE_SQL, values);
+    return row.version ?? undefined;
+  }
+
+  /** The organisations whose paid license may have lapsed with a grace period (at most 1000). */
+  async graceExpired(): Promise<string[]> {
+    const rows: { organisationId: string }[] = await this.db.query(GRACE_EXPIRED_SQL, [this.config.gracePeriodDays * 86_400]);
+    return rows.map((r) => r.organisationId);
+  }
+
+  async markChecked(m: EntityManager, organisationId: string): Promise<void> {
+    await m.getRepository(NotificationState).update({ organisationId }, { checkedAt: () => 'now()' });
+  }
+
+  /** Deletes up to 1000 messages past their 30 days. */
+  async pruneMessages(): Promise<void> {
+    await this.db.query(PRUNE_SQL);
+  }
+}
