@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { createApp } from './app.factory';
 import { AppConfig, ConfigError, loadConfig } from './config/app-config';
+import { withMachineWebhookSecret } from './config/webhook-secret';
 import { createLogger } from './common/logger';
 import { openDatabase } from './database/embedded-postgres';
 import { drainHttpServer } from './ops/graceful-shutdown';
@@ -11,14 +12,15 @@ const SHUTDOWN_TIMEOUT_MS = 10_000;
 
 async function main() {
   if (existsSync('.env')) process.loadEnvFile('.env');
-  let config: AppConfig;
+  let loaded: AppConfig;
   try {
-    config = loadConfig(process.env);
+    loaded = loadConfig(process.env);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     console.error(`Configuration error: ${err.message}`);
     process.exit(1);
   }
+  const { config, created: secretCreated } = withMachineWebhookSecret(loaded);
   const logger = createLogger(config.logLevel);
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
@@ -27,7 +29,7 @@ async function main() {
     log: { debug: (m) => logger.debug(m), warn: (m) => logger.warn(m) },
   });
   logger.info(`database: ${db.description}`);
-  if (config.webhookSecretCreated) {
+  if (secretCreated) {
     // Shown once, on the start that generated it (never in production, where it must be configured), so that
     // a provider's CLI or a test tool can sign events; later starts only read .data/webhook-secret.
     logger.info(`webhook signing secret generated for this machine: ${config.webhookSecrets[0]} (kept in ${config.dataDir}/webhook-secret)`);

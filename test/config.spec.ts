@@ -1,7 +1,9 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config/app-config';
+import { DEFAULT_TIERS } from '../src/config/tiers';
+import { withMachineWebhookSecret } from '../src/config/webhook-secret';
 
 const dataDir = () => mkdtempSync(join(tmpdir(), 'billing-config-'));
 const base = () => ({ DATA_DIR: dataDir(), PAYPROVIDER_WEBHOOK_SECRET: 'whsec_x' });
@@ -31,6 +33,79 @@ describe('loadConfig', () => {
     expect(config.webhookSecrets).toEqual(['whsec_new', 'whsec_old']);
     expect(config.serviceApiKeys).toEqual(['k1', 'k2']);
     expect(config.providerPrices).toEqual({ pro: ['price_pro'], team: ['price_team_monthly', 'price_team_yearly'] });
+  });
+
+  it('reads every variable it declares (none is dropped between the schema and AppConfig)', () => {
+    const dir = dataDir();
+    const config = loadConfig({
+      NODE_ENV: 'staging',
+      DATA_DIR: dir,
+      LOG_LEVEL: 'warn',
+      PORT: '8080',
+      DATABASE_URL: 'postgres://app@pooler:6432/billing',
+      DATABASE_DIRECT_URL: 'postgres://app@db:5432/billing',
+      DATABASE_POOL_SIZE: '7',
+      DATABASE_STATEMENT_TIMEOUT_MS: '2000',
+      DATABASE_QUERY_TIMEOUT_MS: '2500',
+      DATABASE_NAMED_STATEMENTS: 'true',
+      MIGRATION_LOCK_TIMEOUT_S: '60',
+      REQUEST_TIMEOUT_S: '15',
+      EMBEDDED_POSTGRES_PORT: '5555',
+      PAYPROVIDER_WEBHOOK_SECRET: ' whsec_a ',
+      PAYPROVIDER_WEBHOOK_TOLERANCE_S: '100',
+      PAYPROVIDER_SANDBOX: 'true',
+      PAYPROVIDER_SECRET_KEY: 'sk_test_x',
+      PAYPROVIDER_API_URL: 'http://127.0.0.1:12111',
+      PAYPROVIDER_TIMEOUT_MS: '500',
+      APP_URL: 'https://app.example.com',
+      PUBLIC_URL: 'https://billing.example.com',
+      SESSION_TTL_S: '3600',
+      SERVICE_API_KEYS: 'k1',
+      GRACE_PERIOD_DAYS: '3',
+      METRICS_TOKEN: 'm',
+      PROVIDER_SYNC_INTERVAL_S: '600',
+      NOTIFY_URLS: 'https://app.example.com/hooks',
+      NOTIFY_SECRET: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
+      AUTH_JWT_JWKS_URL: 'https://app.example.com/jwks',
+      AUTH_JWT_ISSUER: 'iss',
+      AUTH_JWT_AUDIENCE: 'aud',
+    });
+    expect(config).toEqual(
+      Object.assign(Object.create(Object.getPrototypeOf(config)), {
+        nodeEnv: 'staging',
+        dataDir: dir,
+        logLevel: 'warn',
+        port: 8080,
+        databaseUrl: 'postgres://app@pooler:6432/billing',
+        databaseDirectUrl: 'postgres://app@db:5432/billing',
+        databasePoolSize: 7,
+        databaseStatementTimeoutMs: 2000,
+        databaseQueryTimeoutMs: 2500,
+        databaseNamedStatements: true,
+        migrationLockTimeoutS: 60,
+        requestTimeoutS: 15,
+        embeddedPostgresPort: 5555,
+        webhookSecrets: ['whsec_a'],
+        webhookSecretGenerated: false,
+        webhookToleranceS: 100,
+        provider: 'stripe',
+        providerSecretKey: 'sk_test_x',
+        providerApiUrl: new URL('http://127.0.0.1:12111'),
+        providerTimeoutMs: 500,
+        providerPrices: {},
+        appUrl: new URL('https://app.example.com'),
+        publicUrl: new URL('https://billing.example.com'),
+        tiers: DEFAULT_TIERS,
+        sessionTtlS: 3600,
+        serviceApiKeys: ['k1'],
+        gracePeriodDays: 3,
+        metricsToken: 'm',
+        providerSyncIntervalS: 600,
+        notifyUrls: ['https://app.example.com/hooks'],
+        notifySecret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
+        authJwt: { jwksUrl: new URL('https://app.example.com/jwks'), issuer: 'iss', audience: 'aud' },
+      }),
+    );
   });
 
   it.each([
@@ -72,17 +147,26 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir() })).toThrow(/PAYPROVIDER_WEBHOOK_SECRET/);
   });
 
-  it('generates a laptop secret once and keeps it', () => {
+  it('generates a laptop secret once and keeps it, at start-up: loading the configuration writes nothing', () => {
     const dir = dataDir();
-    const first = loadConfig({ DATA_DIR: dir });
-    expect(first.webhookSecretGenerated).toBe(true);
-    expect(first.webhookSecrets[0]).toMatch(/^whsec_[0-9a-f]{48}$/);
-    expect(readFileSync(join(dir, 'webhook-secret'), 'utf8').trim()).toBe(first.webhookSecrets[0]);
-    expect(first.webhookSecretCreated).toBe(true);
-    const second = loadConfig({ DATA_DIR: dir });
-    expect(second.webhookSecrets).toEqual(first.webhookSecrets);
+    const loaded = loadConfig({ DATA_DIR: dir });
+    expect(loaded.webhookSecrets).toEqual([]);
+    expect(readdirSync(dir)).toEqual([]);
+    const first = withMachineWebhookSecret(loaded);
+    expect(first.config.webhookSecretGenerated).toBe(true);
+    expect(first.config.webhookSecrets[0]).toMatch(/^whsec_[0-9a-f]{48}$/);
+    expect(readFileSync(join(dir, 'webhook-secret'), 'utf8').trim()).toBe(first.config.webhookSecrets[0]);
+    expect(statSync(join(dir, 'webhook-secret')).mode & 0o777).toBe(0o600);
+    expect(first.created).toBe(true);
+    const second = withMachineWebhookSecret(loadConfig({ DATA_DIR: dir }));
+    expect(second.config.webhookSecrets).toEqual(first.config.webhookSecrets);
     // Shown on the start that generated it, not on every start after.
-    expect(second.webhookSecretCreated).toBe(false);
+    expect(second.created).toBe(false);
+    // A configured secret is used as it is, and nothing is written.
+    const configuredDir = dataDir();
+    const configured = withMachineWebhookSecret(loadConfig({ DATA_DIR: configuredDir, PAYPROVIDER_WEBHOOK_SECRET: 'whsec_x' }));
+    expect(configured).toMatchObject({ created: false, config: { webhookSecrets: ['whsec_x'], webhookSecretGenerated: false } });
+    expect(readdirSync(configuredDir)).toEqual([]);
   });
 
   it('loads a TIERS_FILE', () => {

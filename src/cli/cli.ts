@@ -1,5 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { AppConfig, loadConfig } from '../config/app-config';
+import { withMachineWebhookSecret } from '../config/webhook-secret';
 import { openDatabase, reach } from '../database/embedded-postgres';
 import { CliCommand, CliUsageError, parseArgv } from './cli-command';
 import { eventCommands } from './events.commands';
@@ -40,7 +41,8 @@ export async function runCommandLine(argv: string[], run: CliRun): Promise<numbe
     return 2;
   }
   try {
-    const config = loadConfig(run.env);
+    // The server's own secret when none is configured, so that webhook:trigger signs as it expects.
+    const { config } = withMachineWebhookSecret(loadConfig(run.env));
     if (spec.needsDatabase === false) {
       run.stdout(`${JSON.stringify(await spec.run(undefined, flags, args, config))}\n`);
       return 0;

@@ -1,18 +1,15 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { ConfigModule } from '@nestjs/config';
 import { AppConfig } from './app-config';
 
-/**
- * Makes the validated AppConfig injectable everywhere. @nestjs/config's ConfigService is registered
- * as well, holding the same values, for code that prefers `config.get('app.port')`.
- */
+/** Makes the validated AppConfig injectable everywhere: the one way the code reads its configuration. */
 @Global()
 @Module({})
 export class AppConfigModule {
   static forRoot(config: AppConfig): DynamicModule {
+    // Without a secret every webhook would be refused: the start-up must have given this machine its own.
+    if (!config.webhookSecrets.length) throw new Error('no webhook secret: the start-up calls withMachineWebhookSecret first');
     return {
       module: AppConfigModule,
-      imports: [ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: [() => ({ app: config })] })],
       providers: [{ provide: AppConfig, useValue: config }],
       exports: [AppConfig],
     };

@@ -1,0 +1,143 @@
+import { Allow } from 'class-validator';
+import { Bool, HttpUrl, Int, isHttpUrl, List, OneOf, Origin, PostgresUrl, Rule } from './env-rules';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Every environment variable the service reads (SPEC 2), with its rule and its default: the one description
+ * of the configuration. `loadConfig` (app-config.ts) validates the environment against it and builds the
+ * typed `AppConfig` the code injects. A default that depends on another variable is resolved there.
+ *
+ * Order matters: the first variable that breaks a rule stops the start, and a rule that reads another
+ * variable comes after it. `PAYPROVIDER_PRICE_<TIER>` are not here: which exist depends on the tier table.
+ */
+export class EnvDto {
+  /** `production` makes the webhook secret and the provider key (or PAYPROVIDER_SANDBOX=true) mandatory. */
+  @Allow()
+  NODE_ENV: string = 'development';
+
+  @Allow()
+  DATA_DIR: string = '.data';
+
+  @OneOf(LOG_LEVELS)
+  LOG_LEVEL: (typeof LOG_LEVELS)[number] = 'info';
+
+  @Int(0, 65535)
+  PORT: number = 3000;
+
+  /** Unset: the embedded PostgreSQL. */
+  @PostgresUrl()
+  DATABASE_URL?: string;
+
+  @Rule('DATABASE_DIRECT_URL needs DATABASE_URL (without it the embedded PostgreSQL is used)', (v, env) => v === undefined || env.DATABASE_URL !== undefined)
+  @PostgresUrl()
+  DATABASE_DIRECT_URL?: string;
+
+  @Int(1, 1000)
+  DATABASE_POOL_SIZE: number = 10;
+
+  @Int(100, 600_000)
+  DATABASE_STATEMENT_TIMEOUT_MS: number = 5000;
+
+  // Above the statement timeout, so that the database always gives up (and rolls back) before the service does.
+  @Rule(
+    (a) =>
+      `DATABASE_QUERY_TIMEOUT_MS (${a.value}) must be above DATABASE_STATEMENT_TIMEOUT_MS (${(a.object as EnvDto).DATABASE_STATEMENT_TIMEOUT_MS}), ` +
+      'so that the database gives up (and rolls back) before the service does',
+    (v, env) => v === undefined || v > env.DATABASE_STATEMENT_TIMEOUT_MS,
+  )
+  @Int(100, 660_000)
+  DATABASE_QUERY_TIMEOUT_MS?: number;
+
+  @Bool()
+  DATABASE_NAMED_STATEMENTS?: boolean;
+
+  @Int(1, 86_400)
+  MIGRATION_LOCK_TIMEOUT_S: number = 300;
+
+  @Int(1, 3600)
+  REQUEST_TIMEOUT_S: number = 30;
+
+  @Int(1, 65535)
+  EMBEDDED_POSTGRES_PORT?: number;
+
+  @Rule('PAYPROVIDER_WEBHOOK_SECRET is required when NODE_ENV=production', (v, env) => v.length > 0 || env.NODE_ENV !== 'production')
+  @List()
+  PAYPROVIDER_WEBHOOK_SECRET: string[] = [];
+
+  @Int(1, 86_400)
+  PAYPROVIDER_WEBHOOK_TOLERANCE_S: number = 300;
+
+  @Bool()
+  PAYPROVIDER_SANDBOX: boolean = false;
+
+  // Without it the built-in sandbox runs, whose checkout lets anyone "pay": in production that gives paid
+  // tiers away, so it needs PAYPROVIDER_SANDBOX=true, said on purpose.
+  @Rule(
+    'PAYPROVIDER_SECRET_KEY is required when NODE_ENV=production (without it the sandbox provider would run and ' +
+      'give paid tiers away); set PAYPROVIDER_SANDBOX=true only for a demo install',
+    (v, env) => v !== undefined || env.NODE_ENV !== 'production' || env.PAYPROVIDER_SANDBOX === true,
+  )
+  PAYPROVIDER_SECRET_KEY?: string;
+
+  @HttpUrl({ echo: true })
+  PAYPROVIDER_API_URL: string = 'https://api.stripe.com';
+
+  @Int(50, 10_000)
+  PAYPROVIDER_TIMEOUT_MS: number = 10_000;
+
+  @Origin()
+  APP_URL: string = 'http://localhost:3000';
+
+  @Origin()
+  PUBLIC_URL?: string;
+
+  @Allow()
+  TIERS_FILE?: string;
+
+  @Int(60, 31_536_000)
+  SESSION_TTL_S: number = 2_592_000;
+
+  @List()
+  SERVICE_API_KEYS: string[] = [];
+
+  @Int(0, 365)
+  GRACE_PERIOD_DAYS: number = 7;
+
+  @Allow()
+  METRICS_TOKEN?: string;
+
+  @Int(10, 86_400)
+  PROVIDER_SYNC_INTERVAL_S?: number;
+
+  // Plain http and loopback are accepted, like a JWKS URL. Not echoed: a URL may carry a token.
+  @Rule('NOTIFY_URLS lists the same URL twice', (v: string[]) => !v.every(isHttpUrl) || new Set(v.map((u) => new URL(u).href)).size === v.length)
+  @Rule((a) => `NOTIFY_URLS: entry ${(a.value as string[]).findIndex((u) => !isHttpUrl(u)) + 1} must be an absolute http(s) URL`, (v: string[]) => v.every(isHttpUrl))
+  @List()
+  NOTIFY_URLS: string[] = [];
+
+  // A Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes.
+  @Rule('NOTIFY_SECRET is required when NOTIFY_URLS is set (it signs the notifications)', (v, env) => v !== undefined || env.NOTIFY_URLS.length === 0)
+  @Rule(
+    'NOTIFY_SECRET must be "whsec_" followed by the base64 of 24 to 64 random bytes (e.g. whsec_$(openssl rand -base64 32))',
+    (v) => v === undefined || isWhsecSecret(v),
+  )
+  NOTIFY_SECRET?: string;
+
+  // Turns JWTs on. Not echoed: it may carry a token.
+  @HttpUrl({ echo: false })
+  AUTH_JWT_JWKS_URL?: string;
+
+  // The issuer and the audience only narrow what the JWKS accepts: either one alone would accept nothing.
+  @Rule('AUTH_JWT_ISSUER is set but AUTH_JWT_JWKS_URL is not: without a JWKS no JWT is accepted', (v, env) => v === undefined || env.AUTH_JWT_JWKS_URL !== undefined)
+  AUTH_JWT_ISSUER?: string;
+
+  @Rule('AUTH_JWT_AUDIENCE is set but AUTH_JWT_JWKS_URL is not: without a JWKS no JWT is accepted', (v, env) => v === undefined || env.AUTH_JWT_JWKS_URL !== undefined)
+  AUTH_JWT_AUDIENCE?: string;
+}
+
+function isWhsecSecret(value: string): boolean {
+  const key = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(value)?.[1];
+  const bytes = key && key.length % 4 === 0 ? Buffer.from(key, 'base64').length : 0;
+  return bytes >= 24 && bytes <= 64;
+}
