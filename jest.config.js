@@ -1,11 +1,13 @@
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/test', '<rootDir>/src', '<rootDir>/packages/client/test'],
-  // Loading the app's ~1500 modules costs a Jest test file ~2 s of CPU, so the end-to-end specs run in
-  // groups (test/groups/*, one load per area) rather than one file each; unit specs (*.spec.ts) load little.
-  // One spec file alone: `npx jest --testMatch '**/test/usage.e2e-spec.ts'` (see README, Tests).
-  testMatch: ['<rootDir>/test/groups/*.e2e-spec.ts', '**/*.spec.ts'],
+  roots: ['<rootDir>/test', '<rootDir>/src'],
+  // Every spec file is matched, so a path on the command line runs that file: `npx jest test/usage.e2e-spec.ts`.
+  // Loading the app's ~1500 modules costs a Jest test file ~2 s of CPU, so `npm test` runs the end-to-end specs
+  // in groups (test/groups/*, one load per area): the filter leaves a spec that a matched group imports to that
+  // group. test/spec-groups.spec.ts fails on an e2e spec that no group imports.
+  testMatch: ['<rootDir>/test/**/*.e2e-spec.ts', '**/*.spec.ts'],
+  filter: '<rootDir>/test/support/spec-groups.js',
   transform: { '^.+\\.(t|j|mj)s$': ['@swc/jest'] },
   // NestJS 12 and jose 6 ship ES modules, which Jest on Node 20 cannot require: compile them to CommonJS too.
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|jose)/)'],
