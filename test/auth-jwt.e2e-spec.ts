@@ -3,7 +3,7 @@ import { AddressInfo } from 'node:net';
 import { exportJWK, exportSPKI, generateKeyPair, JWK, SignJWT, CryptoKey } from 'jose';
 import type { Request } from 'express';
 import { AppConfig } from '../src/config/app-config';
-import { JwtStrategy } from '../src/identity/jwt.strategy';
+import { JWKS_FAILURE_CACHE_MS, JwtStrategy } from '../src/identity/jwt.strategy';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
 import { waitFor } from './support/wait-for';
 
@@ -263,6 +263,36 @@ describe('JWT access tokens (AUTH_JWT_*)', () => {
     await waitFor('the JWKS to be fetched again', () => jwks.hits > hits, 5_000);
     await expectBoth(t, await sign(rotated), 200);
     jwks.mode = 'ok';
+  });
+
+  it('a failing JWKS is asked once at a time and its failure cached for a few seconds: 100 tokens with unknown kids, one request', async () => {
+    jwks.mode = 'error';
+    advanceClock(31_000);
+    const hits = jwks.hits;
+    const unknownKids = await Promise.all(Array.from({ length: 100 }, (_, i) => signingKey(`burst-${i}`, 'ES256')));
+    // 50 at once, then 50 one after another: all 503, and the JWKS heard from this instance once.
+    const burst = await Promise.all(unknownKids.slice(0, 50).map(async (key) => (await history(t, await sign(key))).status));
+    for (const key of unknownKids.slice(50)) burst.push((await history(t, await sign(key))).status);
+    expect(burst).toEqual(Array(100).fill(503));
+    expect(jwks.hits).toBe(hits + 1);
+    // Cached keys are not affected.
+    await expectBoth(t, await sign(rsa), 200);
+
+    // Once the failure is JWKS_FAILURE_CACHE_MS old, the next unknown kid asks again (once).
+    advanceClock(JWKS_FAILURE_CACHE_MS);
+    await history(t, await sign(unknownKids[0])).expect(503);
+    expect(jwks.hits).toBe(hits + 2);
+    await history(t, await sign(unknownKids[1])).expect(503);
+    expect(jwks.hits).toBe(hits + 2);
+
+    // The JWKS recovers with a new key: after the window, a token signed by it is accepted (SPEC 3's 30 s
+    // rule counts from the last successful fetch, long ago).
+    jwks.mode = 'ok';
+    jwks.keys = [rsa.jwk, ec.jwk, rotated.jwk, unknownKids[2].jwk];
+    await history(t, await sign(unknownKids[2])).expect(503);
+    advanceClock(JWKS_FAILURE_CACHE_MS);
+    await history(t, await sign(unknownKids[2])).expect(200);
+    expect(jwks.hits).toBe(hits + 3);
   });
 
   it('a key the web app retires stops being trusted after the background refresh (every 10 minutes)', async () => {

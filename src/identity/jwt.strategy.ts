@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Request } from 'express';
-import { createRemoteJWKSet, jwtVerify, JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, customFetch, FetchImplementation, jwtVerify, JWTVerifyGetKey } from 'jose';
 import { Strategy } from 'passport-custom';
 import { DataSource } from 'typeorm';
 import { AppException, unauthenticated } from '../common/app-exception';
@@ -23,6 +23,9 @@ const REFETCH_COOLDOWN_MS = 30_000;
 // Retired keys stop being trusted after at most this long: the JWKS is then re-fetched in the background.
 const BACKGROUND_REFRESH_MS = 10 * 60_000;
 const FETCH_TIMEOUT_MS = 5_000;
+// After a failed fetch, tokens with an uncached kid answer 503 at once for this long instead of each fetching
+// again: a failing JWKS gets one request per 5 s from an instance, whatever the traffic.
+export const JWKS_FAILURE_CACHE_MS = 5_000;
 
 const USER_BY_EXTERNAL_ID_SQL = 'SELECT id, email FROM users WHERE external_id = $1';
 
@@ -34,6 +37,9 @@ export function bearerJwt(req: Request): string | undefined {
 
 /** The JWKS could not give a key for a kid it has not cached: its fetch failed or it answered no key set. */
 class JwksUnavailable extends Error {}
+
+/** A fetch not made: the last one failed less than JWKS_FAILURE_CACHE_MS ago. */
+class JwksRecentlyFailed extends Error {}
 
 /**
  * The web app's own access tokens (AUTH_JWT_*, SPEC 3), beside the session strategy; the global guard
@@ -98,7 +104,9 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
       return payload.sub;
     } catch (err) {
       if (err instanceof JwksUnavailable) {
-        this.logger.warn({ msg: 'JWKS could not be fetched for an unknown key id', jwks: this.jwksName(), reason: reasonOf(err.cause) });
+        // Warned once per failed fetch; the refusals within JWKS_FAILURE_CACHE_MS after it are not news.
+        const level = err.cause instanceof JwksRecentlyFailed ? 'debug' : 'warn';
+        this.logger[level]({ msg: 'JWKS could not be fetched for an unknown key id', jwks: this.jwksName(), reason: reasonOf(err.cause) });
         throw new AppException('jwks_unavailable', 'The keys that sign this token could not be fetched. Try again shortly.');
       }
       this.logger.debug({ msg: 'JWT refused', reason: reasonOf(err) });
@@ -119,18 +127,31 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
  * the last fetch is at least 30 s old; within that, an unknown `kid` is refused without a fetch. Every
  * 10 minutes a verification also starts a refresh it does not wait for, so a key the web app retired stops
  * being trusted. Failures to produce a key that are not the token's fault come out as JwksUnavailable.
+ *
+ * One fetch at a time: concurrent verifications that need the JWKS wait for the same request (jose's own
+ * single flight). A failure is remembered for JWKS_FAILURE_CACHE_MS: meanwhile the fetch function refuses
+ * without a request, so a JWKS outage under load costs one request per few seconds, not one per token.
  */
 function remoteKeys(url: URL, onBackgroundFailure: (err: unknown) => void): JWTVerifyGetKey {
+  let failedAt = -Infinity;
+  const noteFailure = () => (failedAt = Date.now());
   const remote = createRemoteJWKSet(url, {
     cooldownDuration: REFETCH_COOLDOWN_MS,
     cacheMaxAge: Infinity,
     timeoutDuration: FETCH_TIMEOUT_MS,
+    [customFetch]: ((input, init) => {
+      if (Date.now() - failedAt < JWKS_FAILURE_CACHE_MS) return Promise.reject(new JwksRecentlyFailed('the last JWKS fetch failed moments ago'));
+      return fetch(input, init);
+    }) satisfies FetchImplementation,
   });
   let lastRefresh = Date.now();
   return async (header, token) => {
     if (Date.now() - lastRefresh >= BACKGROUND_REFRESH_MS && !remote.reloading) {
       lastRefresh = Date.now();
-      remote.reload().catch(onBackgroundFailure);
+      remote.reload().catch((err) => {
+        if (!(err instanceof JwksRecentlyFailed)) noteFailure();
+        onBackgroundFailure(err);
+      });
     }
     try {
       return await remote(header, token);
@@ -138,6 +159,8 @@ function remoteKeys(url: URL, onBackgroundFailure: (err: unknown) => void): JWTV
       const code = (err as { code?: string }).code;
       // No key with that kid (also after a re-fetch, or within the cooldown), or several without a kid: the token's fault.
       if (code === 'ERR_JWKS_NO_MATCHING_KEY' || code === 'ERR_JWKS_MULTIPLE_MATCHING_KEYS') throw err;
+      // Only a fetch that was made counts, so the window ends JWKS_FAILURE_CACHE_MS after the last real failure.
+      if (!(err instanceof JwksRecentlyFailed)) noteFailure();
       throw new JwksUnavailable('JWKS unavailable', { cause: err });
     }
   };
