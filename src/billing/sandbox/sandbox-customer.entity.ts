@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** A customer of the sandbox payment provider (`cus_…`). The SandboxStore writes it with plain SQL. */
+/** A customer of the sandbox payment provider (`cus_…`). Written through SandboxRepository. */
 @Entity('sandbox_customers')
 export class SandboxCustomer {
   @PrimaryColumn('text', { primaryKeyConstraintName: 'sandbox_customers_pkey' })

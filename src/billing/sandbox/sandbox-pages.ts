@@ -1,4 +1,7 @@
-import { SandboxCheckout, SandboxInvoice, SandboxPortal } from './sandbox.store';
+import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
+import { SandboxInvoice } from './sandbox-invoice.entity';
+import { SandboxPortalSession } from './sandbox-portal-session.entity';
+import { PortalSubscription } from './sandbox.repository';
 
 /**
  * The sandbox's server-rendered pages (and billing's return pages, which share the look): tiny, no scripts,
@@ -55,8 +58,8 @@ export function layout(title: string, body: string): string {
   return htmlPage(`${title} · Sandbox payments`, body, 'Sandbox — no real payment');
 }
 
-export function checkoutPage(s: SandboxCheckout): string {
-  const price = money(s.amount_total, s.currency);
+export function checkoutPage(s: SandboxCheckoutSession): string {
+  const price = money(s.amountTotal, s.currency);
   if (s.status === 'complete') {
     return layout(
       'Already paid',
@@ -77,7 +80,7 @@ export function checkoutPage(s: SandboxCheckout): string {
 <code>invoice.payment_succeeded</code> events to this service's webhook endpoint.</p>
 <form method="post" action="/sandbox/checkout/${esc(s.id)}/pay" class="actions">
 <button type="submit">Pay ${esc(price)}</button>
-<a href="${esc(s.cancel_url)}">Cancel and return</a>
+<a href="${esc(s.cancelUrl)}">Cancel and return</a>
 </form>`,
   );
 }
@@ -93,7 +96,7 @@ export function deliveryFailedPage(retryAction: string, error: string): string {
   );
 }
 
-export function portalPage(portal: SandboxPortal, subs: { id: string; tier: string; status: string; current_period_end: number }[], paidTiers: string[]): string {
+export function portalPage(portal: SandboxPortalSession, subs: PortalSubscription[], paidTiers: string[]): string {
   const base = `/sandbox/portal/${esc(portal.id)}/subscriptions`;
   const sections = subs.map((sub) => {
     const field = `tier-${esc(sub.id)}`;
@@ -102,7 +105,7 @@ export function portalPage(portal: SandboxPortal, subs: { id: string; tier: stri
       .join('');
     return `<section aria-labelledby="h-${esc(sub.id)}">
 <h2 id="h-${esc(sub.id)}">${esc(sub.tier)} plan (${esc(sub.status)})</h2>
-<p>Renews on ${esc(day(sub.current_period_end))}. Subscription <code>${esc(sub.id)}</code>.</p>
+<p>Renews on ${esc(day(sub.currentPeriodEnd))}. Subscription <code>${esc(sub.id)}</code>.</p>
 <form method="post" action="${base}/${esc(sub.id)}/tier" class="actions">
 <label for="${field}">New tier</label>
 <select id="${field}" name="tier">${options}</select>
@@ -117,7 +120,7 @@ export function portalPage(portal: SandboxPortal, subs: { id: string; tier: stri
     'Manage subscription',
     `<h1>Manage your subscription</h1>
 ${sections.length ? sections.join('\n') : '<p>This customer has no active subscription.</p>'}
-<p><a href="${esc(portal.return_url)}">Return without changes</a></p>`,
+<p><a href="${esc(portal.returnUrl)}">Return without changes</a></p>`,
   );
 }
 
@@ -128,9 +131,9 @@ export function invoicePage(i: SandboxInvoice): string {
 <dl>
 <dt>Status</dt><dd>paid</dd>
 <dt>Plan</dt><dd>${esc(i.tier)}</dd>
-<dt>Amount</dt><dd>${esc(money(i.amount_paid, i.currency))}</dd>
-<dt>Period</dt><dd>${esc(day(i.period_start))} to ${esc(day(i.period_end))}</dd>
-<dt>Paid on</dt><dd>${esc(day(i.paid_at))}</dd>
+<dt>Amount</dt><dd>${esc(money(i.amountPaid, i.currency))}</dd>
+<dt>Period</dt><dd>${esc(day(i.periodStart))} to ${esc(day(i.periodEnd))}</dd>
+<dt>Paid on</dt><dd>${esc(day(i.paidAt))}</dd>
 </dl>`,
   );
 }

@@ -26,18 +26,18 @@ export class SandboxPaymentProvider extends PaymentProvider {
     return this.call('checkout.sessions.retrieve', async () => {
       const s = await this.store.findCheckout(sessionId);
       if (!s) throw new PaymentProviderError('not_found', `No such checkout session: ${sessionId}`);
-      const expired = s.status === 'open' && s.expires_at <= nowSeconds();
+      const expired = s.status === 'open' && s.expiresAt <= nowSeconds();
       return {
         id: s.id,
-        paymentStatus: s.payment_status,
+        paymentStatus: s.paymentStatus,
         status: expired ? 'expired' : s.status,
-        amountTotal: s.amount_total,
+        amountTotal: s.amountTotal,
         currency: s.currency,
         created: s.created,
         metadata: s.metadata,
-        clientReferenceId: s.client_reference_id,
-        customerId: s.customer_id,
-        subscriptionId: s.subscription_id,
+        clientReferenceId: s.clientReferenceId,
+        customerId: s.customerId,
+        subscriptionId: s.subscriptionId,
       };
     });
   }

@@ -42,7 +42,7 @@ export class SandboxController {
   async checkout(@Param('id') id: string, @Res() res: Response) {
     const session = this.enabled() && CHECKOUT_ID.test(id) ? await this.store.findCheckout(id) : undefined;
     if (!session) return this.send(res, 404, notFound('checkout session'));
-    if (session.status === 'open' && session.expires_at <= nowSeconds()) return this.send(res, 410, expired(session.cancel_url));
+    if (session.status === 'open' && session.expiresAt <= nowSeconds()) return this.send(res, 410, expired(session.cancelUrl));
     return this.send(res, 200, checkoutPage(session));
   }
 
@@ -56,7 +56,7 @@ export class SandboxController {
     const outcome = await this.delivery.deliverPending(id);
     if (!outcome.ok) return this.send(res, 502, deliveryFailedPage(`/sandbox/checkout/${id}/pay`, outcome.error));
     // The provider fills in the literal placeholder; accept its URL-encoded form too.
-    const target = session.success_url.replace(/\{CHECKOUT_SESSION_ID\}|%7BCHECKOUT_SESSION_ID%7D/gi, session.id);
+    const target = session.successUrl.replace(/\{CHECKOUT_SESSION_ID\}|%7BCHECKOUT_SESSION_ID%7D/gi, session.id);
     return this.redirect(res, target);
   }
 
@@ -64,7 +64,7 @@ export class SandboxController {
   async portal(@Param('id') id: string, @Res() res: Response) {
     const portal = await this.livePortal(id, res);
     if (!portal) return;
-    const subs = await this.store.activeSubscriptions(portal.customer_id);
+    const subs = await this.store.activeSubscriptions(portal.customerId);
     return this.send(res, 200, portalPage(portal, subs, paidTiers(this.config.tiers)));
   }
 
@@ -86,7 +86,7 @@ export class SandboxController {
   async redeliver(@Param('id') id: string, @Res() res: Response) {
     const portal = await this.livePortal(id, res);
     if (!portal) return;
-    return this.deliverThenReturn(portal.id, portal.return_url, res);
+    return this.deliverThenReturn(portal.id, portal.returnUrl, res);
   }
 
   @Get('invoices/:id')
@@ -106,7 +106,7 @@ export class SandboxController {
         label: 'Back to your subscriptions',
       }));
     }
-    return this.deliverThenReturn(portal.id, portal.return_url, res);
+    return this.deliverThenReturn(portal.id, portal.returnUrl, res);
   }
 
   private async deliverThenReturn(portalId: string, returnUrl: string, res: Response) {
@@ -119,7 +119,7 @@ export class SandboxController {
   private async livePortal(id: string, res: Response) {
     const portal = this.enabled() && PORTAL_ID.test(id) ? await this.store.findPortal(id) : undefined;
     if (!portal) return void this.send(res, 404, notFound('portal session'));
-    if (portal.expires_at <= nowSeconds()) return void this.send(res, 410, expired(portal.return_url));
+    if (portal.expiresAt <= nowSeconds()) return void this.send(res, 410, expired(portal.returnUrl));
     return portal;
   }
 

@@ -3,6 +3,7 @@ import { AppConfig } from '../../config/app-config';
 import { SandboxController } from './sandbox.controller';
 import { SandboxDelivery } from './sandbox-delivery';
 import { SandboxPaymentProvider } from './sandbox-payment-provider';
+import { SandboxRepository } from './sandbox.repository';
 import { SandboxStore } from './sandbox.store';
 import { SandboxUrls } from './sandbox-urls';
 
@@ -12,7 +13,7 @@ import { SandboxUrls } from './sandbox-urls';
  */
 @Module({
   controllers: [SandboxController],
-  providers: [SandboxStore, SandboxUrls, SandboxDelivery, SandboxPaymentProvider],
+  providers: [SandboxRepository, SandboxStore, SandboxUrls, SandboxDelivery, SandboxPaymentProvider],
   exports: [SandboxPaymentProvider],
 })
 export class SandboxModule implements OnApplicationBootstrap {

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { transaction } from '../../database/transaction';
 import { EVENT_TYPES, ProviderEvent } from '../provider-event';
 import {
@@ -13,57 +14,25 @@ import {
   sandboxPrice,
   subscriptionObject,
 } from './provider-events';
+import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
+import { SandboxInvoice } from './sandbox-invoice.entity';
+import { SandboxPortalSession } from './sandbox-portal-session.entity';
+import { SandboxSubscription } from './sandbox-subscription.entity';
+import { PendingEvent, PortalSubscription, SandboxRepository } from './sandbox.repository';
 
 const CHECKOUT_TTL_S = 24 * 3600;
 const PORTAL_TTL_S = 3600;
 
-export interface SandboxCheckout {
-  id: string;
-  tier: string;
-  amount_total: number;
-  currency: string;
-  metadata: Record<string, string>;
-  client_reference_id: string | null;
-  customer_id: string | null;
-  subscription_id: string | null;
-  success_url: string;
-  cancel_url: string;
-  status: 'open' | 'complete';
-  payment_status: 'unpaid' | 'paid';
-  created: number;
-  expires_at: number;
-}
-
-export interface SandboxPortal {
-  id: string;
-  customer_id: string;
-  return_url: string;
-  created: number;
-  expires_at: number;
-}
-
-export interface SandboxInvoice {
-  id: string;
-  customer_id: string;
-  subscription_id: string;
-  tier: string;
-  amount_paid: number;
-  currency: string;
-  period_start: number;
-  period_end: number;
-  paid_at: number;
-}
-
-export interface PendingEvent {
-  seq: number;
-  id: string;
-  payload: ProviderEvent;
-}
-
-/** The sandbox provider's state, in PostgreSQL. Each state change stores the events it causes (outbox). */
+/**
+ * The sandbox provider's state changes, each with the events it causes, stored in its transaction
+ * (outbox); its tables through SandboxRepository.
+ */
 @Injectable()
 export class SandboxStore {
-  constructor(private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly sandbox: SandboxRepository,
+  ) {}
 
   async createCheckout(input: {
     tier: string;
@@ -72,52 +41,44 @@ export class SandboxStore {
     customerId?: string;
     successUrl: string;
     cancelUrl: string;
-  }): Promise<SandboxCheckout> {
+  }): Promise<SandboxCheckoutSession> {
     const created = nowSeconds();
-    const [row] = await this.db.query(
-      `INSERT INTO sandbox_checkout_sessions
-         (id, tier, amount_total, currency, metadata, client_reference_id, customer_id, success_url, cancel_url, created, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
-      [
-        randomId('cs_test_', 58),
-        input.tier,
-        sandboxPrice(input.tier),
-        SANDBOX_CURRENCY,
-        JSON.stringify(input.metadata),
-        input.clientReferenceId,
-        input.customerId ?? null,
-        input.successUrl,
-        input.cancelUrl,
-        created,
-        created + CHECKOUT_TTL_S,
-      ],
-    );
-    return row;
+    return this.sandbox.insertCheckout({
+      id: randomId('cs_test_', 58),
+      tier: input.tier,
+      amountTotal: sandboxPrice(input.tier),
+      currency: SANDBOX_CURRENCY,
+      metadata: input.metadata,
+      clientReferenceId: input.clientReferenceId,
+      customerId: input.customerId ?? null,
+      successUrl: input.successUrl,
+      cancelUrl: input.cancelUrl,
+      created,
+      expiresAt: created + CHECKOUT_TTL_S,
+    });
   }
 
-  async customerExists(id: string): Promise<boolean> {
-    const rows = await this.db.query(`SELECT 1 FROM sandbox_customers WHERE id = $1`, [id]);
-    return rows.length > 0;
+  customerExists(id: string): Promise<boolean> {
+    return this.sandbox.customerExists(id);
   }
 
-  async findCheckout(id: string): Promise<SandboxCheckout | undefined> {
-    const [row] = await this.db.query(`SELECT * FROM sandbox_checkout_sessions WHERE id = $1`, [id]);
-    return row;
+  async findCheckout(id: string): Promise<SandboxCheckoutSession | undefined> {
+    return (await this.sandbox.findCheckout(id)) ?? undefined;
   }
 
   /**
    * Pays an open session: customer, subscription, invoice and their two events, in one transaction.
    * Paying a session that is already complete changes nothing (the caller re-delivers what is pending).
    */
-  async completeCheckout(id: string, invoiceUrl: (invoiceId: string) => string): Promise<SandboxCheckout | 'expired' | undefined> {
+  async completeCheckout(id: string, invoiceUrl: (invoiceId: string) => string): Promise<SandboxCheckoutSession | 'expired' | undefined> {
     return transaction(this.db, async (m) => {
-      const [session]: SandboxCheckout[] = await m.query(`SELECT * FROM sandbox_checkout_sessions WHERE id = $1 FOR UPDATE`, [id]);
-      if (!session || session.status === 'complete') return session;
+      const session = await this.sandbox.lockCheckout(m, id);
+      if (!session || session.status === 'complete') return session ?? undefined;
       const now = nowSeconds();
-      if (session.expires_at <= now) return 'expired';
+      if (session.expiresAt <= now) return 'expired';
 
-      const customerId = session.customer_id ?? randomId('cus_', 14);
-      await m.query(`INSERT INTO sandbox_customers (id, created) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, [customerId, now]);
+      const customerId = session.customerId ?? randomId('cus_', 14);
+      await this.sandbox.ensureCustomer(m, { id: customerId, created: now });
       const sub: SubscriptionState = {
         id: randomId('sub_'),
         customerId,
@@ -130,155 +91,121 @@ export class SandboxStore {
         periodEnd: addMonth(now),
         canceledAt: null,
       };
-      await m.query(
-        `INSERT INTO sandbox_subscriptions
-           (id, customer_id, item_id, tier, status, metadata, created, current_period_start, current_period_end, last_event_created)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $7)`,
-        [sub.id, customerId, sub.itemId, sub.tier, sub.status, JSON.stringify(sub.metadata), now, sub.periodStart, sub.periodEnd],
-      );
-      const invoiceId = randomId('in_');
-      await m.query(
-        `INSERT INTO sandbox_invoices (id, customer_id, subscription_id, tier, amount_paid, currency, period_start, period_end, paid_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [invoiceId, customerId, sub.id, sub.tier, session.amount_total, session.currency, sub.periodStart, sub.periodEnd, now],
-      );
-      const invoice = invoiceObject({
-        id: invoiceId,
+      await this.sandbox.insertSubscription(m, fromState(sub, now));
+      const invoice: SandboxInvoice = {
+        id: randomId('in_'),
         customerId,
         subscriptionId: sub.id,
-        subscriptionMetadata: sub.metadata,
-        itemId: sub.itemId,
         tier: sub.tier,
-        amountPaid: session.amount_total,
+        amountPaid: session.amountTotal,
+        currency: session.currency,
         periodStart: sub.periodStart,
         periodEnd: sub.periodEnd,
         paidAt: now,
-        hostedInvoiceUrl: invoiceUrl(invoiceId),
+      };
+      await this.sandbox.insertInvoice(m, invoice);
+      const invoiceEvent = invoiceObject({
+        ...invoice,
+        subscriptionMetadata: sub.metadata,
+        itemId: sub.itemId,
+        hostedInvoiceUrl: invoiceUrl(invoice.id),
       });
-      await this.addEvent(m, id, eventEnvelope(EVENT_TYPES.subscriptionCreated, subscriptionObject(sub), now));
-      await this.addEvent(m, id, eventEnvelope(EVENT_TYPES.invoicePaymentSucceeded, invoice, now));
-      // UPDATE … RETURNING answers [rows, affectedCount].
-      const [[paid]] = await m.query(
-        `UPDATE sandbox_checkout_sessions
-            SET status = 'complete', payment_status = 'paid', customer_id = $2, subscription_id = $3
-          WHERE id = $1 RETURNING *`,
-        [id, customerId, sub.id],
-      );
-      return paid;
+      await this.sandbox.addEvent(m, id, eventEnvelope(EVENT_TYPES.subscriptionCreated, subscriptionObject(sub), now));
+      await this.sandbox.addEvent(m, id, eventEnvelope(EVENT_TYPES.invoicePaymentSucceeded, invoiceEvent, now));
+      return this.sandbox.markCheckoutPaid(m, id, { customerId, subscriptionId: sub.id });
     });
   }
 
   /** Undefined for a customer the sandbox never created (the provider answers 404 there). */
-  async createPortal(customerId: string, returnUrl: string): Promise<SandboxPortal | undefined> {
+  async createPortal(customerId: string, returnUrl: string): Promise<SandboxPortalSession | undefined> {
+    // Customers are never deleted: one that exists now still exists at the insert.
+    if (!(await this.sandbox.customerExists(customerId))) return undefined;
     const created = nowSeconds();
-    const [row] = await this.db.query(
-      `INSERT INTO sandbox_portal_sessions (id, customer_id, return_url, created, expires_at)
-       SELECT $1, id, $3, $4, $5 FROM sandbox_customers WHERE id = $2 RETURNING *`,
-      [randomId('bps_', 40), customerId, returnUrl, created, created + PORTAL_TTL_S],
-    );
-    return row;
+    return this.sandbox.insertPortal({ id: randomId('bps_', 40), customerId, returnUrl, created, expiresAt: created + PORTAL_TTL_S });
   }
 
-  async findPortal(id: string): Promise<SandboxPortal | undefined> {
-    const [row] = await this.db.query(`SELECT * FROM sandbox_portal_sessions WHERE id = $1`, [id]);
-    return row;
+  async findPortal(id: string): Promise<SandboxPortalSession | undefined> {
+    return (await this.sandbox.findPortal(id)) ?? undefined;
   }
 
-  async activeSubscriptions(customerId: string): Promise<{ id: string; tier: string; status: string; current_period_end: number }[]> {
-    return this.db.query(
-      `SELECT id, tier, status, current_period_end FROM sandbox_subscriptions
-        WHERE customer_id = $1 AND status <> 'canceled' ORDER BY created, id`,
-      [customerId],
-    );
+  activeSubscriptions(customerId: string): Promise<PortalSubscription[]> {
+    return this.sandbox.liveSubscriptions(customerId);
   }
 
   /**
    * Switches the tier (`customer.subscription.updated`) or cancels (`.deleted`) one of the portal customer's
    * live subscriptions. Returns false when the subscription is not the customer's or is already canceled.
    */
-  async changeSubscription(portal: SandboxPortal, subscriptionId: string, change: { tier: string } | 'cancel'): Promise<boolean> {
+  async changeSubscription(portal: SandboxPortalSession, subscriptionId: string, change: { tier: string } | 'cancel'): Promise<boolean> {
     return transaction(this.db, async (m) => {
-      const [row] = await m.query(
-        `SELECT * FROM sandbox_subscriptions WHERE id = $1 AND customer_id = $2 AND status <> 'canceled' FOR UPDATE`,
-        [subscriptionId, portal.customer_id],
-      );
+      const row = await this.sandbox.lockLiveSubscription(m, subscriptionId, portal.customerId);
       if (!row) return false;
       // Strictly increasing per subscription, so two changes within one second still apply in order.
-      const created = Math.max(nowSeconds(), Number(row.last_event_created) + 1);
+      const created = Math.max(nowSeconds(), row.lastEventCreated + 1);
       const before = toState(row);
       const after: SubscriptionState =
         change === 'cancel' ? { ...before, status: 'canceled', canceledAt: created } : { ...before, tier: change.tier };
-      await m.query(
-        `UPDATE sandbox_subscriptions SET tier = $2, status = $3, canceled_at = $4, last_event_created = $5 WHERE id = $1`,
-        [subscriptionId, after.tier, after.status, after.canceledAt, created],
-      );
+      await this.sandbox.updateSubscription(m, subscriptionId, {
+        tier: after.tier,
+        status: after.status,
+        canceledAt: after.canceledAt,
+        lastEventCreated: created,
+      });
       const event =
         change === 'cancel'
           ? eventEnvelope(EVENT_TYPES.subscriptionDeleted, subscriptionObject(after), created)
           : eventEnvelope(EVENT_TYPES.subscriptionUpdated, subscriptionObject(after), created, {
               items: subscriptionObject(before).items,
             });
-      await this.addEvent(m, portal.id, event);
+      await this.sandbox.addEvent(m, portal.id, event);
       return true;
     });
   }
 
   /** The subscription as the provider's API would return it now. */
   async findSubscription(id: string): Promise<Record<string, any> | undefined> {
-    const [row] = await this.db.query(`SELECT * FROM sandbox_subscriptions WHERE id = $1`, [id]);
-    return row && subscriptionObject(toState(row));
+    const row = await this.sandbox.findSubscription(id);
+    return row ? subscriptionObject(toState(row)) : undefined;
   }
 
   /** The sandbox's own event log, as the provider's `GET /v1/events` would list it (delivered or not). */
-  async listEvents(types: readonly string[], createdGte: number): Promise<ProviderEvent[]> {
-    const rows = await this.db.query(
-      `SELECT payload FROM sandbox_events WHERE type = ANY($1) AND (payload ->> 'created')::bigint >= $2 ORDER BY seq`,
-      [types, createdGte],
-    );
-    return rows.map((r: { payload: ProviderEvent }) => r.payload);
+  listEvents(types: readonly string[], createdGte: number): Promise<ProviderEvent[]> {
+    return this.sandbox.listEvents(types, createdGte);
   }
 
   async findInvoice(id: string): Promise<SandboxInvoice | undefined> {
-    const [row] = await this.db.query(`SELECT * FROM sandbox_invoices WHERE id = $1`, [id]);
-    return row;
+    return (await this.sandbox.findInvoice(id)) ?? undefined;
   }
 
-  async pendingEvents(sourceId: string): Promise<PendingEvent[]> {
-    return this.db.query(
-      `SELECT seq, id, payload FROM sandbox_events WHERE source_id = $1 AND delivered_at IS NULL ORDER BY seq`,
-      [sourceId],
-    );
+  pendingEvents(sourceId: string): Promise<PendingEvent[]> {
+    return this.sandbox.pendingEvents(sourceId);
   }
 
-  async markDelivered(seq: number): Promise<void> {
-    await this.db.query(`UPDATE sandbox_events SET delivered_at = now(), last_error = NULL WHERE seq = $1`, [seq]);
+  markDelivered(seq: number): Promise<void> {
+    return this.sandbox.markDelivered(seq);
   }
 
-  async markFailed(seq: number, error: string): Promise<void> {
-    await this.db.query(`UPDATE sandbox_events SET last_error = $2 WHERE seq = $1`, [seq, error.slice(0, 2000)]);
-  }
-
-  private async addEvent(m: EntityManager, sourceId: string, event: ProviderEvent): Promise<void> {
-    await m.query(`INSERT INTO sandbox_events (id, source_id, type, payload) VALUES ($1, $2, $3, $4)`, [
-      event.id,
-      sourceId,
-      event.type,
-      JSON.stringify(event),
-    ]);
+  markFailed(seq: number, error: string): Promise<void> {
+    return this.sandbox.markFailed(seq, error.slice(0, 2000));
   }
 }
 
-function toState(row: Record<string, any>): SubscriptionState {
+function toState(row: SandboxSubscription): SubscriptionState {
   return {
     id: row.id,
-    customerId: row.customer_id,
-    itemId: row.item_id,
+    customerId: row.customerId,
+    itemId: row.itemId,
     tier: row.tier,
     status: row.status,
     metadata: row.metadata,
-    created: Number(row.created),
-    periodStart: Number(row.current_period_start),
-    periodEnd: Number(row.current_period_end),
-    canceledAt: row.canceled_at === null ? null : Number(row.canceled_at),
+    created: row.created,
+    periodStart: row.currentPeriodStart,
+    periodEnd: row.currentPeriodEnd,
+    canceledAt: row.canceledAt,
   };
+}
+
+function fromState(s: SubscriptionState, lastEventCreated: number): SandboxSubscription {
+  const { periodStart: currentPeriodStart, periodEnd: currentPeriodEnd, ...same } = s;
+  return { ...same, currentPeriodStart, currentPeriodEnd, lastEventCreated };
 }

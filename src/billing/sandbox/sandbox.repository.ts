@@ -1,0 +1,145 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager, In, IsNull, Not } from 'typeorm';
+import { ProviderEvent } from '../provider-event';
+import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
+import { SandboxCustomer } from './sandbox-customer.entity';
+import { SandboxEvent } from './sandbox-event.entity';
+import { SandboxInvoice } from './sandbox-invoice.entity';
+import { SandboxPortalSession } from './sandbox-portal-session.entity';
+import { SandboxSubscription } from './sandbox-subscription.entity';
+
+/** A live subscription as the portal page lists it. */
+export type PortalSubscription = Pick<SandboxSubscription, 'id' | 'tier' | 'status' | 'currentPeriodEnd'>;
+
+/** An event not yet delivered to the webhook endpoint. */
+export interface PendingEvent {
+  seq: number;
+  id: string;
+  payload: ProviderEvent;
+}
+
+/**
+ * The sandbox provider's tables, through TypeORM's repositories (none of these paths is hot). A method
+ * that is part of a state change takes the transaction's EntityManager `m`.
+ */
+@Injectable()
+export class SandboxRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  async insertCheckout(session: Omit<SandboxCheckoutSession, 'status' | 'paymentStatus' | 'subscriptionId'>): Promise<SandboxCheckoutSession> {
+    const checkouts = this.db.getRepository(SandboxCheckoutSession);
+    await checkouts.insert(session);
+    return checkouts.findOneByOrFail({ id: session.id });
+  }
+
+  findCheckout(id: string, m: EntityManager = this.db.manager): Promise<SandboxCheckoutSession | null> {
+    return m.getRepository(SandboxCheckoutSession).findOneBy({ id });
+  }
+
+  /** The session, locked for the rest of the transaction `m`. */
+  lockCheckout(m: EntityManager, id: string): Promise<SandboxCheckoutSession | null> {
+    return m.getRepository(SandboxCheckoutSession).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  async markCheckoutPaid(m: EntityManager, id: string, paid: { customerId: string; subscriptionId: string }): Promise<SandboxCheckoutSession> {
+    const checkouts = m.getRepository(SandboxCheckoutSession);
+    await checkouts.update({ id }, { status: 'complete', paymentStatus: 'paid', ...paid });
+    return checkouts.findOneByOrFail({ id });
+  }
+
+  customerExists(id: string): Promise<boolean> {
+    return this.db.getRepository(SandboxCustomer).existsBy({ id });
+  }
+
+  /** Creates the customer unless it exists. */
+  async ensureCustomer(m: EntityManager, customer: SandboxCustomer): Promise<void> {
+    await m.createQueryBuilder().insert().into(SandboxCustomer).values(customer).orIgnore().execute();
+  }
+
+  async insertPortal(portal: SandboxPortalSession): Promise<SandboxPortalSession> {
+    await this.db.getRepository(SandboxPortalSession).insert(portal);
+    return portal;
+  }
+
+  findPortal(id: string): Promise<SandboxPortalSession | null> {
+    return this.db.getRepository(SandboxPortalSession).findOneBy({ id });
+  }
+
+  async insertSubscription(m: EntityManager, subscription: SandboxSubscription): Promise<void> {
+    await m.getRepository(SandboxSubscription).insert(subscription);
+  }
+
+  findSubscription(id: string): Promise<SandboxSubscription | null> {
+    return this.db.getRepository(SandboxSubscription).findOneBy({ id });
+  }
+
+  /** The customer's subscription unless canceled, locked for the rest of the transaction `m`. */
+  lockLiveSubscription(m: EntityManager, id: string, customerId: string): Promise<SandboxSubscription | null> {
+    return m.getRepository(SandboxSubscription).findOne({
+      where: { id, customerId, status: Not('canceled') },
+      lock: { mode: 'pessimistic_write' },
+    });
+  }
+
+  async updateSubscription(
+    m: EntityManager,
+    id: string,
+    change: Pick<SandboxSubscription, 'tier' | 'status' | 'canceledAt' | 'lastEventCreated'>,
+  ): Promise<void> {
+    await m.getRepository(SandboxSubscription).update({ id }, change);
+  }
+
+  /** The customer's subscriptions not canceled, oldest first. */
+  liveSubscriptions(customerId: string): Promise<PortalSubscription[]> {
+    return this.db.getRepository(SandboxSubscription).find({
+      select: { id: true, tier: true, status: true, currentPeriodEnd: true },
+      where: { customerId, status: Not('canceled') },
+      order: { created: 'ASC', id: 'ASC' },
+    });
+  }
+
+  async insertInvoice(m: EntityManager, invoice: SandboxInvoice): Promise<void> {
+    await m.getRepository(SandboxInvoice).insert(invoice);
+  }
+
+  findInvoice(id: string): Promise<SandboxInvoice | null> {
+    return this.db.getRepository(SandboxInvoice).findOneBy({ id });
+  }
+
+  /** Stores an event caused by a change of session `sourceId`, in that change's transaction. */
+  async addEvent(m: EntityManager, sourceId: string, event: ProviderEvent): Promise<void> {
+    await m.getRepository(SandboxEvent).insert({ id: event.id, sourceId, type: event.type, payload: event });
+  }
+
+  /** The event log, as the provider's `GET /v1/events` lists it (delivered or not). */
+  async listEvents(types: readonly string[], createdGte: number): Promise<ProviderEvent[]> {
+    const events = await this.db
+      .getRepository(SandboxEvent)
+      .createQueryBuilder('e')
+      .select(['e.seq', 'e.payload'])
+      .where({ type: In([...types]) })
+      .andWhere(`(e.payload ->> 'created')::bigint >= :createdGte`, { createdGte })
+      .orderBy('e.seq')
+      .getMany();
+    return events.map((e) => e.payload as ProviderEvent);
+  }
+
+  /** The session's events not yet delivered, in the order they happened. */
+  async pendingEvents(sourceId: string): Promise<PendingEvent[]> {
+    const events = await this.db.getRepository(SandboxEvent).find({
+      select: { seq: true, id: true, payload: true },
+      where: { sourceId, deliveredAt: IsNull() },
+      order: { seq: 'ASC' },
+    });
+    return events.map(({ seq, id, payload }) => ({ seq, id, payload: payload as ProviderEvent }));
+  }
+
+  async markDelivered(seq: number): Promise<void> {
+    await this.db.getRepository(SandboxEvent).update({ seq }, { deliveredAt: () => 'now()', lastError: null });
+  }
+
+  async markFailed(seq: number, error: string): Promise<void> {
+    await this.db.getRepository(SandboxEvent).update({ seq }, { lastError: error });
+  }
+}
