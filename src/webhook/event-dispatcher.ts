@@ -27,12 +27,12 @@ interface Applied {
 
 /**
  * Runs each event in one transaction. A new event in its handler's common case (an invoice or an update of
- * a stored subscription: `inOneStatement`) is one round trip: lock its ids, apply it and write its ledger
- * row in one statement, commit. Any other goes the general way: lock the event's customer and subscription
- * ids and read its ledger row (one round trip, with the BEGIN), pick the handler for its type (registered
- * with @HandlesEvent), write the ledger row with the outcome (once, with the COMMIT when nothing follows),
- * and apply the unmatched events that this event's links made matchable. A redelivery of an event that had no effect
- * yet (unmatched, failed) applies the payload stored first, whatever body came with it. Metrics and logs
+ * a stored subscription: `inOneStatement`) is one statement after its locks: apply it and write its ledger
+ * row, commit. Any other goes the general way: lock the event's customer and subscription ids, read its
+ * ledger row, pick the handler for its type (registered with @HandlesEvent), write the ledger row with the
+ * outcome (once), and apply the unmatched events that this event's links made matchable. A redelivery of
+ * an event that had no effect yet (unmatched, failed) applies the payload stored first, whatever body came
+ * with it. Metrics and logs
  * are written only after the commit, so they never count what was not stored.
  */
 @Injectable()
@@ -108,8 +108,8 @@ export class EventDispatcher implements OnModuleInit {
   }
 
   /**
-   * A new event's common case (its handler's `inOneStatement`) in one round trip: lock, apply, write the
-   * ledger row, commit. Undefined when it was not that case, and then nothing was written. Not taken when
+   * A new event's common case (its handler's `inOneStatement`): lock, then apply and write the ledger row
+   * in one statement, commit. Undefined when it was not that case, and then nothing was written. Not taken when
    * the license may change and notifications are on: comparing the license needs `handle`'s transaction.
    */
   private async inOneStatement(event: ProviderEvent, payload: string, source: EventSource) {
@@ -151,9 +151,7 @@ export class EventDispatcher implements OnModuleInit {
   }
 
   /**
-   * `received`: the event is new to the ledger, whose row is written here, with its outcome, as received;
-   * when nothing follows it in the transaction (no waiting event to apply, no license to compare), with
-   * the transaction's COMMIT in the same round trip.
+   * `received`: the event is new to the ledger, whose row is written here, with its outcome, as received.
    */
   private async apply(
     manager: EntityManager,
@@ -167,8 +165,7 @@ export class EventDispatcher implements OnModuleInit {
     let waiting: boolean;
     if (received) {
       waiting = received.waiting && outcome.linked !== undefined;
-      const last = !waiting && !(outcome.subscriptionApplied && this.notifications.enabled);
-      await recordEvent(manager, event, received.payload, received.source, outcome, last);
+      await recordEvent(manager, event, received.payload, received.source, outcome);
     } else {
       waiting = (await finishEvent(manager, event.id, outcome)).waiting;
     }

@@ -39,7 +39,7 @@ export interface EventHandler {
   handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome>;
   /**
    * Optional: the event's common case as SQL that the ledger runs with the event's row in one statement
-   * (`inOneStatement` in event-ledger.ts), so that a delivery is one round trip; undefined when the event
+   * (`inOneStatement` in event-ledger.ts), so that a delivery's effect and row are one statement; undefined when the event
    * needs `handle`. It must do exactly what `handle` would do in that case, and nothing at all otherwise:
    * the dispatcher then calls `handle`.
    */

@@ -2,7 +2,7 @@ import { EntityManager } from 'typeorm';
 import { EVENT_RANK, ProviderEvent } from '../billing/provider-event';
 import { preparedQuery } from '../database/prepared';
 import { HandlerOutcome, OneStatement } from './event-handler';
-import { lockKeys, takeLocksSql } from './organisation-links';
+import { lockProviderIds } from './organisation-links';
 import { parseEvent } from './provider-event';
 import { EventSource, LedgerStatus } from './webhook-event.entity';
 
@@ -32,9 +32,8 @@ export class ClaimLost extends Error {
 }
 
 /**
- * The first round trip of every delivery's transaction: it takes the event's advisory locks (see
- * `lockKeys`) in a statement of its own, then, in the next statement (so in a snapshot taken once the
- * locks are held), reads whether the ledger has the event's id and whether unmatched events of its ids
+ * The start of every delivery's transaction: it takes the event's advisory locks (see `lockKeys`) in a
+ * statement of its own, then, in the next statement (so in a snapshot taken once the locks are held), reads whether the ledger has the event's id and whether unmatched events of its ids
  * wait; it writes nothing. A new event's row is written once, with its outcome, by `recordEvent` at the end
  * of the transaction, rather than inserted here and updated there (a second row version, in every index,
  * in the WAL: measured, see README). A row that exists is locked and counted by `countRedelivery`, which
@@ -47,7 +46,7 @@ export async function claimEvent(
   event: ProviderEvent,
   providerIds: (string | undefined)[],
 ): Promise<Claim> {
-  const keys = lockKeys(providerIds);
+  await lockProviderIds(manager, providerIds);
   const ids = providerIds.filter(Boolean);
   const [row] = await preparedQuery<{ stored: boolean; waiting: boolean }>(
     manager,
@@ -55,15 +54,13 @@ export async function claimEvent(
        EXISTS (SELECT 1 FROM webhook_events w WHERE w.status = 'unmatched' AND w.id <> $1
                  AND (w.customer_id = ANY($2::text[]) OR w.subscription_id = ANY($2::text[]))) AS waiting`,
     [event.id, ids],
-    { before: keys.length ? [{ text: takeLocksSql('$1'), values: [keys] }] : [] },
   );
   return row.stored ? countRedelivery(manager, event.id) : { kind: 'new', waiting: row.waiting };
 }
 
 /**
- * A new event's whole delivery in one statement, sent with the BEGIN, the event's advisory locks (a
- * statement of their own, so this one reads once they are held) and the COMMIT, in one round trip: the
- * handler's CTEs (`OneStatement`) apply the event's common case and the ledger row is written from their
+ * A new event's whole delivery in one statement, after the event's advisory locks (a statement of their
+ * own, so this one reads once they are held): the handler's CTEs (`OneStatement`) apply the event's common case and the ledger row is written from their
  * `effect`. Answers the stored status and reason, or undefined when nothing was written (the ledger knows
  * the event, unmatched events of its ids wait, or the handler's case did not hold): the caller then takes
  * the general path, in a transaction of its own. Throws `ClaimLost` like `recordEvent`.
@@ -77,7 +74,7 @@ export async function inOneStatement(
   effect: OneStatement,
 ): Promise<{ status: LedgerStatus; reason: string | null } | undefined> {
   const ids = providerIds.filter((id): id is string => !!id);
-  const keys = lockKeys(ids);
+  await lockProviderIds(manager, ids);
   try {
     const [row] = await preparedQuery<{ status: LedgerStatus; reason: string | null }>(
       manager,
@@ -94,7 +91,6 @@ export async function inOneStatement(
         effect.subscriptionId ?? null,
         ids,
       ],
-      { before: keys.length ? [{ text: takeLocksSql('$1'), values: [keys] }] : [], commit: true },
     );
     return row;
   } catch (err) {
@@ -152,8 +148,7 @@ const WAITING_SQL = (id: string, customer: string, subscription: string, linked:
     AND (w.customer_id = ${customer} OR w.subscription_id = ${subscription}))`;
 
 /**
- * Writes a new event's row, once, with its outcome (claim `new`); `commit`: with its transaction's COMMIT,
- * in the same round trip, when nothing follows. `payload` is the event as received (JSON text). Throws
+ * Writes a new event's row, once, with its outcome (claim `new`). `payload` is the event as received (JSON text). Throws
  * `ClaimLost` when a concurrent delivery of the same id stored it first: the insert then fails, so nothing
  * of this delivery commits.
  */
@@ -163,7 +158,6 @@ export async function recordEvent(
   payload: string,
   source: EventSource,
   outcome: HandlerOutcome,
-  commit: boolean,
 ): Promise<void> {
   try {
     await preparedQuery(
@@ -172,7 +166,6 @@ export async function recordEvent(
          customer_id, subscription_id, processed_at)
        VALUES ($1, $2, $3::bigint, $4::boolean, $5, $6, $7, $8, $9, $10, $11, now())`,
       [event.id, event.type, event.created, event.livemode, payload, source, ...outcomeValues(outcome).slice(0, 5)],
-      { commit },
     );
   } catch (err) {
     if ((err as { constraint?: string }).constraint === 'webhook_events_pkey') throw new ClaimLost(event.id);
