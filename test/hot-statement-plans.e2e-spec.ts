@@ -12,7 +12,7 @@ interface Statement {
 
 /** Every statement the app sends to PostgreSQL while `work` runs (its text and values, as pg sends them). */
 async function statementsOf(work: () => Promise<unknown>): Promise<Statement[]> {
-  // The app's connections are pg.Client subclasses (database/statement-guard.ts) that end in pg's own query().
+  // The app's connections are node-postgres's own clients: every statement goes through pg.Client's query().
   const capture = jest.spyOn(pg.Client.prototype, 'query');
   let calls: [{ text?: unknown; values?: unknown[] }][];
   try {

@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { migrate } from './migrate';
+import { sendStatementsUnnamed } from './prepared';
 import { typeOrmOptions } from './typeorm-options';
 
 @Module({})
@@ -20,7 +21,6 @@ export class DatabaseModule {
               poolSize: config.databasePoolSize,
               queryTimeoutMs: config.databaseQueryTimeoutMs,
               statementTimeoutMs: config.databaseStatementTimeoutMs,
-              namedStatements: config.databaseNamedStatements,
               onPoolError: (err) => logger.warn(`idle database connection failed: ${err.message}`),
             }),
             // Start-up against an unreachable database fails within seconds, with the cause logged.
@@ -34,10 +34,28 @@ export class DatabaseModule {
               lockTimeoutS: config.migrationLockTimeoutS,
               log: (message) => logger.log(message),
             });
-            return new DataSource(options!).initialize();
+            const db = new DataSource(options!);
+            if (!config.databaseNamedStatements) sendStatementsUnnamed(db);
+            await db.initialize();
+            await checkStatementTimeout(db, config.databaseStatementTimeoutMs, logger);
+            return db;
           },
         }),
       ],
     };
   }
+}
+
+/**
+ * Says so at start when a statement outside a transaction would run without the time limit: behind
+ * PgBouncer the connection's startup parameter is dropped, and only the role's own statement_timeout
+ * (the operator's part, docs/operations.md) limits such statements. Transactions set it themselves.
+ */
+async function checkStatementTimeout(db: DataSource, limitMs: number, logger: Logger): Promise<void> {
+  const [{ ms, role }] = await db.query(`SELECT setting::int AS ms, quote_ident(current_user) AS role FROM pg_settings WHERE name = 'statement_timeout'`);
+  if (ms > 0 && ms <= limitMs) return;
+  logger.warn(
+    `statements outside a transaction run with statement_timeout ${ms} ms, not DATABASE_STATEMENT_TIMEOUT_MS (${limitMs} ms): ` +
+      `behind PgBouncer, run ALTER ROLE ${role} SET statement_timeout = ${limitMs}`,
+  );
 }

@@ -1,5 +1,4 @@
 import { DataSource, EntityManager } from 'typeorm';
-import { StatementExtras } from './statement-guard';
 
 // One name per statement text, for the process's lifetime: every connection prepares the same text under
 // the same name, and no caller has to keep names unique by hand.
@@ -15,32 +14,32 @@ export function statementName(text: string): string {
   return name;
 }
 
+// DataSources behind a pooler in transaction mode that does not keep prepared statements: the next Bind of
+// a named statement may reach a server connection that never saw its Parse.
+const unnamed = new WeakSet<DataSource>();
+
+/** From now on `db`'s hot statements go out unnamed (DATABASE_NAMED_STATEMENTS=false). */
+export function sendStatementsUnnamed(db: DataSource): void {
+  unnamed.add(db);
+}
+
 /**
  * Runs a hot statement as a named prepared statement, on the connection of the transaction `executor`
  * belongs to, or else on one the DataSource lends for this call. PostgreSQL then plans it once per
  * connection instead of on every call — measured: the licensing status statement costs ~0.8 ms unnamed
- * and ~0.17 ms prepared. Behind a pooler in transaction mode the pool's connections send it unnamed
- * (DATABASE_NAMED_STATEMENTS=false, statement-guard.ts): correct there, at that planning cost. The connection comes through TypeORM's public QueryRunner API, so there is one
- * pool and one way in; the named query is node-postgres's own query config. Always answers the rows
- * (also for UPDATE … RETURNING, which TypeORM's `query` answers as `[rows, count]`).
- *
- * `extras` go in the same round trip (statement-guard.ts): statements to run `before` it, or the COMMIT of
- * the transaction `executor` belongs to, after it (`commit`: the statement must then be the transaction's
- * last; its caller's transaction then commits without a round trip of its own).
+ * and ~0.17 ms prepared. Behind a pooler that does not keep them it goes out unnamed
+ * (`sendStatementsUnnamed`): correct there, at that planning cost. The connection comes through TypeORM's
+ * public QueryRunner API and the named query is node-postgres's own query config, so there is one pool and
+ * one way in. Always answers the rows (also for UPDATE … RETURNING, which TypeORM's `query` answers as
+ * `[rows, count]`).
  */
-export async function preparedQuery<T = any>(
-  executor: DataSource | EntityManager,
-  text: string,
-  values: unknown[],
-  extras: StatementExtras = {},
-): Promise<T[]> {
+export async function preparedQuery<T = any>(executor: DataSource | EntityManager, text: string, values: unknown[]): Promise<T[]> {
+  const db = executor instanceof DataSource ? executor : executor.connection;
   const transactionRunner = executor instanceof EntityManager ? executor.queryRunner : undefined;
-  if (extras.commit && !transactionRunner?.isTransactionActive) throw new Error('commit: true needs the manager of a transaction');
-  const runner = transactionRunner ?? (executor instanceof DataSource ? executor : executor.connection).createQueryRunner();
+  const runner = transactionRunner ?? db.createQueryRunner();
   try {
     const client = await runner.connect();
-    const before = extras.before?.map((statement) => ({ ...statement, name: statementName(statement.text) }));
-    return (await client.query({ name: statementName(text), text, values, before, commit: extras.commit })).rows;
+    return (await client.query({ name: unnamed.has(db) ? undefined : statementName(text), text, values })).rows;
   } finally {
     if (!transactionRunner) await runner.release();
   }

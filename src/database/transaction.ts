@@ -1,15 +1,26 @@
 import { DataSource, EntityManager } from 'typeorm';
+import { poolStatementTimeoutMs } from './typeorm-options';
 
 /**
- * `dataSource.transaction(work)`, plus one guarantee it lacks: a connection that cannot even roll back
- * (cut, or stuck past the query timeout with a statement still on the wire) is closed before it goes back
- * to the pool, so the pool drops it instead of lending it to the next request. Every transaction of the
- * service runs through here; `work` gets the transaction's EntityManager and passes it down.
+ * `dataSource.transaction(work)`, plus two guarantees it lacks:
+ *
+ * - the statement time limit, `SET LOCAL` for this transaction: a connection opened with the limit has it
+ *   already, but behind PgBouncer in transaction mode the connection's startup parameter never reaches
+ *   PostgreSQL (and a session `SET` would not survive the transaction). When the limit strikes, PostgreSQL
+ *   rolls the transaction back: a request that failed because the database was slow has changed nothing.
+ * - a connection that cannot even roll back (cut, or stuck past the query timeout with a statement still
+ *   on the wire) is closed before it goes back to the pool, so the pool drops it instead of lending it to
+ *   the next request.
+ *
+ * Every transaction of the service runs through here; `work` gets the transaction's EntityManager and
+ * passes it down.
  */
 export async function transaction<T>(db: DataSource, work: (manager: EntityManager) => Promise<T>): Promise<T> {
   const runner = db.createQueryRunner();
+  const timeoutMs = poolStatementTimeoutMs(db);
   try {
     await runner.startTransaction();
+    if (timeoutMs) await runner.query(`SET LOCAL statement_timeout = ${timeoutMs}`);
     const result = await work(runner.manager);
     await runner.commitTransaction();
     return result;

@@ -1,8 +1,7 @@
 import { join } from 'node:path';
 import * as pg from 'pg';
-import { DataSourceOptions } from 'typeorm';
+import { DataSource, DataSourceOptions } from 'typeorm';
 import { trackPool } from '../ops/metrics';
-import { guardedClient, StatementGuardOptions } from './statement-guard';
 
 /**
  * node-postgres, with every pool it creates reported to the pool gauges of /metrics while it is open.
@@ -27,11 +26,20 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** Client side: a query unanswered after this fails (0: never). A backstop above `statementTimeoutMs`. */
   queryTimeoutMs?: number;
-  /** Server side, on every statement, through SET LOCAL (0: none). See statement-guard.ts. */
+  /**
+   * Server side, on every statement of the pool's connections (0: none, also overriding a role's default:
+   * migrations may legitimately run long). See `poolStatementTimeoutMs`.
+   */
   statementTimeoutMs?: number;
-  /** False behind a pooler in transaction mode: statements are sent unnamed. */
-  namedStatements?: boolean;
   onPoolError?: (err: Error) => void;
+}
+
+/** What TypeORM hands to pg.Pool, and the pool to each connection: node-postgres's own client options. */
+interface PoolOptions {
+  statement_timeout?: number;
+  options?: string;
+  query_timeout?: number;
+  idleTimeoutMillis: number;
 }
 
 /**
@@ -40,9 +48,14 @@ export interface DatabaseOptions {
  */
 export function typeOrmOptions(opts: DatabaseOptions): DataSourceOptions {
   const src = join(__dirname, '..');
-  const guard: StatementGuardOptions = {
-    statementTimeoutMs: opts.statementTimeoutMs ?? 0,
-    namedStatements: opts.namedStatements ?? true,
+  const statementTimeoutMs = Math.floor(opts.statementTimeoutMs ?? 0);
+  const extra: PoolOptions = {
+    // A startup parameter of every connection: the session's statement_timeout, for every statement,
+    // in or out of a transaction, at no cost per statement. PgBouncer does not pass it on: behind one, the
+    // role's statement_timeout and transaction.ts's SET LOCAL take its place (see docs/operations.md).
+    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : { options: '-c statement_timeout=0' }),
+    query_timeout: opts.queryTimeoutMs || undefined,
+    idleTimeoutMillis: 30_000,
   };
   return {
     type: 'postgres',
@@ -62,13 +75,13 @@ export function typeOrmOptions(opts: DatabaseOptions): DataSourceOptions {
     // Fail fast when the database is unreachable rather than queueing requests for ever.
     connectTimeoutMS: 3000,
     applicationName: 'billing-licensing-service',
-    extra: {
-      // pg.Pool builds its connections from this class: the statement timeout and the statement names.
-      Client: guardedClient(guard),
-      query_timeout: opts.queryTimeoutMs || undefined,
-      idleTimeoutMillis: 30_000,
-    },
+    extra,
     // A connection that drops while idle must never crash the process; the pool replaces it.
     poolErrorHandler: opts.onPoolError ?? (() => undefined),
   };
+}
+
+/** The statement time limit `db`'s connections were opened with (0: none). */
+export function poolStatementTimeoutMs(db: DataSource): number {
+  return (db.options.extra as PoolOptions | undefined)?.statement_timeout ?? 0;
 }

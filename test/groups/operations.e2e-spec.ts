@@ -2,7 +2,7 @@
 // Grouped so that the app's modules load once for all of them (see jest.config.js).
 import '../database-outage.e2e-spec';
 import '../database-timeouts.e2e-spec';
-import '../statement-guard.e2e-spec';
+import '../statement-timeout.e2e-spec';
 import '../webhook-outage.e2e-spec';
 import '../webhook-sigkill.e2e-spec';
 import '../migration-lock.e2e-spec';

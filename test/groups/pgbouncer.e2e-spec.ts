@@ -9,5 +9,6 @@ import '../usage.e2e-spec';
 import '../webhook-events.e2e-spec';
 import '../webhook-concurrency.e2e-spec';
 import '../database-timeouts.e2e-spec';
+import '../statement-timeout.e2e-spec';
 
 throughPgBouncer();

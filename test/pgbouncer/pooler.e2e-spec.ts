@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import { MIGRATION_LOCK } from '../../src/database/migrate';
+import { transaction } from '../../src/database/transaction';
 import { createTestDatabase, migrationLockWaiters } from '../support/databases';
 import { activePgBouncer, throughPgBouncer } from '../support/pgbouncer';
 import { ServerProcess, spawnServer, waitFor } from '../support/server-process';
@@ -51,6 +52,20 @@ describe('behind PgBouncer in transaction mode', () => {
       expect(codes).toContain(500);
     } finally {
       await named.close();
+    }
+  });
+
+  it("without the operator's statement_timeout on the role: transactions still get the limit, the start says what is missing", async () => {
+    const logLines: string[] = [];
+    const app = await startTestApp({ logLines, env: { DATABASE_STATEMENT_TIMEOUT_MS: '1500' } });
+    try {
+      // PgBouncer dropped the connection's startup parameter: a statement on its own has the server's default...
+      expect(await app.db.query('SHOW statement_timeout')).toEqual([{ statement_timeout: '0' }]);
+      // ...a transaction sets its own.
+      expect(await transaction(app.db, (m) => m.query('SHOW statement_timeout'))).toEqual([{ statement_timeout: '1500ms' }]);
+      expect(logLines.join('\n')).toMatch(/ALTER ROLE \S+ SET statement_timeout = 1500/);
+    } finally {
+      await app.close();
     }
   });
 });

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serverUrl } from './databases';
+import { adminQuery, serverUrl } from './databases';
 import { freePort } from './free-port';
 
 /**
@@ -16,6 +16,10 @@ import { freePort } from './free-port';
  *   its transaction, even when the same server connection happens to serve the client again;
  * - no `max_prepared_statements` (0, which is also 1.18's only behaviour): PgBouncer does not track named
  *   statements, so a second use of one fails ("prepared statement … does not exist").
+ *
+ * Like production (docs/operations.md) it ignores the `statement_timeout` startup parameter the app's
+ * connections send (PgBouncer refuses unknown ones): behind it the limit comes from SET LOCAL in a
+ * transaction, and outside one from the role's setting (`operatorsStatementTimeout`).
  */
 export interface PgBouncer {
   /** The same database, through PgBouncer. */
@@ -62,6 +66,7 @@ export async function startPgBouncer(target = serverUrl()): Promise<PgBouncer> {
     'pool_mode = transaction',
     'server_reset_query = DISCARD ALL',
     'server_reset_query_always = 1',
+    'ignore_startup_parameters = statement_timeout',
     'max_client_conn = 400',
     'default_pool_size = 40',
     ...(major > 1 || minor >= 21 ? ['max_prepared_statements = 0'] : []),
@@ -138,4 +143,14 @@ export function throughPgBouncer(): void {
 /** The PgBouncer of this spec file, if it asked for one. */
 export function activePgBouncer(): PgBouncer | undefined {
   return current;
+}
+
+/**
+ * The operator's part behind PgBouncer (docs/operations.md): a default statement_timeout that server
+ * connections start with, for statements outside a transaction. Production sets it on the service's role;
+ * the tests share one role, so each database gets its own, which PostgreSQL applies the same way (and
+ * which a database that is recycled must not keep: drop it instead).
+ */
+export async function operatorsStatementTimeout(databaseName: string, ms: number): Promise<void> {
+  await adminQuery(`ALTER DATABASE ${databaseName} SET statement_timeout = ${Math.floor(ms)}`);
 }
