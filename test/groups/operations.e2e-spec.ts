@@ -1,4 +1,4 @@
-// Faults and operations: outages, timeouts, the statement guard, migrations, shutdown, HTTP limits, metrics, SIGKILL.
+// Faults and operations: outages, timeouts, the statement time limit, migrations, shutdown, HTTP limits, metrics, SIGKILL.
 // Grouped so that the app's modules load once for all of them (see jest.config.js).
 import '../database-outage.e2e-spec';
 import '../database-timeouts.e2e-spec';
