@@ -3,7 +3,10 @@ import { providerCalls } from '../src/ops/metrics';
 import { FAKE_SECRET_KEY, Failure, FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
 
-/** How the service behaves when the provider fails: every failure is a 500 in the shared shape, nothing leaks. */
+/**
+ * How the service behaves when the provider fails: every failure is a 500 in the shared shape, nothing leaks; a
+ * rate limit that outlasts the retries is a 503 with Retry-After.
+ */
 describe('billing: payment provider failures (real SDK, 300 ms timeout, 2 retries)', () => {
   let fake: FakeProvider;
   let t: TestApp;
@@ -49,7 +52,6 @@ describe('billing: payment provider failures (real SDK, 300 ms timeout, 2 retrie
     // network errors are retried twice, other 4xx never.
     ['a 500', { status: 500 }, 3],
     ['a 503', { status: 503 }, 3],
-    ['a 429', { status: 429, type: 'rate_limit_error' }, 3],
     ['a 400', { status: 400, code: 'parameter_invalid_empty', message: 'secret provider detail' }, 1],
     ['a 401 (bad key)', { status: 401, type: 'authentication_error' }, 1],
     ['a connection reset', 'reset', 3],
@@ -64,6 +66,14 @@ describe('billing: payment provider failures (real SDK, 300 ms timeout, 2 retrie
       expect(fake.requests).toHaveLength(attempts);
     });
   }
+
+  it.each(Object.keys(calls))("%s: a 429 after the SDK's retries → 503 payment_provider_busy with Retry-After", async (name) => {
+    fake.failNext(3, { status: 429, code: 'rate_limit', message: 'Request rate limit exceeded.' });
+    const res = await calls[name as keyof typeof calls]().expect(503);
+    expect(res.body).toEqual({ statusCode: 503, error: 'Service Unavailable', message: expect.any(String), code: 'payment_provider_busy' });
+    expect(res.headers['retry-after']).toBe('1');
+    expect(fake.requests).toHaveLength(3);
+  });
 
   it('a hanging provider times out: 500 after 3 attempts, well before the client gives up', async () => {
     // The fake never answers these, so an answer at all, after exactly 3 attempts, means the service gave up on

@@ -1,5 +1,6 @@
-import { Body, Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Post, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
 import { ApiErrors } from '../common/api-docs';
 import { AuthUser, CurrentUser } from '../common/current-user.decorator';
 import { Session } from '../common/route-auth.decorators';
@@ -27,7 +28,7 @@ export class BillingController {
   @ApiOperation({ summary: 'Report a completed checkout session (caller must be a member of its organisation)' })
   @ApiQuery({ name: 'session_id', required: true, description: 'Checkout session id, ^cs_[A-Za-z0-9_]{1,250}$' })
   @ApiOkResponse({ type: CheckoutSessionResult })
-  @ApiErrors(400, 401, 403, 404, 500)
+  @ApiErrors(400, 401, 403, 404, 429, 500, 503)
   checkoutSession(@CurrentUser() user: AuthUser, @Query('session_id') sessionId: unknown): Promise<CheckoutSessionResult> {
     return this.checkoutReports.report(user, sessionId);
   }
@@ -36,7 +37,7 @@ export class BillingController {
   @Session({ orgRole: ['owner', 'admin'] })
   @ApiOperation({ summary: 'Open a billing-portal session (owner or admin; needs a customer record)' })
   @ApiOkResponse({ type: PortalSessionResponse })
-  @ApiErrors(400, 401, 403, 404, 500)
+  @ApiErrors(400, 401, 403, 404, 429, 500, 503)
   openPortal(@CurrentUser() user: AuthUser, @Query() query: PortalQuery): Promise<PortalSessionResponse> {
     return this.portal.open(user, query.organisation_id);
   }
@@ -44,11 +45,21 @@ export class BillingController {
   @Post('checkout')
   @HttpCode(201)
   @Session({ orgRole: ['owner', 'admin'] })
-  @ApiOperation({ summary: 'Start a subscription checkout for a paid tier (owner or admin)' })
-  @ApiCreatedResponse({ type: CheckoutCreatedResponse })
-  @ApiErrors(400, 401, 403, 500)
-  createCheckout(@CurrentUser() user: AuthUser, @Body() body: CreateCheckoutDto): Promise<CheckoutCreatedResponse> {
-    return this.checkout.create(user, body);
+  @ApiOperation({
+    summary: 'Start a subscription checkout for a paid tier (owner or admin)',
+    description: "One payable checkout per organisation: the same plan again answers the organisation's open session (200).",
+  })
+  @ApiCreatedResponse({ type: CheckoutCreatedResponse, description: 'A new checkout session' })
+  @ApiOkResponse({ type: CheckoutCreatedResponse, description: "The organisation's open session for the same plan" })
+  @ApiErrors(400, 401, 403, 409, 429, 500, 503)
+  async createCheckout(
+    @CurrentUser() user: AuthUser,
+    @Body() body: CreateCheckoutDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<CheckoutCreatedResponse> {
+    const { session, created } = await this.checkout.create(user, body);
+    if (!created) res.status(200);
+    return session;
   }
 
   @Get('history')

@@ -1,8 +1,10 @@
 import { Module } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { BillingController } from './billing.controller';
+import { CallerLimits } from './caller-limits';
 import { CheckoutService } from './checkout.service';
 import { HistoryService } from './history.service';
+import { OpenCheckouts } from './open-checkouts';
 import { createPaymentProvider } from './payment-provider.factory';
 import { PaymentProvider } from './payment-provider.port';
 import { PortalService } from './portal.service';
@@ -21,10 +23,12 @@ import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
   controllers: [BillingController, ReturnPagesController],
   providers: [
     { provide: PaymentProvider, useFactory: createPaymentProvider, inject: [AppConfig, SandboxPaymentProvider] },
+    CallerLimits,
     CheckoutReportService,
     CheckoutService,
     PortalService,
     HistoryService,
+    OpenCheckouts,
     ProviderSubscriptions,
   ],
   exports: [PaymentProvider, HistoryService, ProviderSubscriptions],

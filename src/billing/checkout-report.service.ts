@@ -1,8 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { isUUID } from 'class-validator';
+import { LRUCache } from 'lru-cache';
 import { AppException, notAMember } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { IdentityService } from '../identity/identity.service';
+import { CallerLimits } from './caller-limits';
 import { CheckoutSessionInfo, PaymentProvider, PaymentProviderError } from './payment-provider.port';
 import { providerFailure } from './provider-failure';
 import { CheckoutSessionResult } from './checkout-session.dto';
@@ -10,13 +12,23 @@ import { CheckoutSessionResult } from './checkout-session.dto';
 // Checked before the provider is called, so a crafted id (`../customers/cus_1`) never reaches its API.
 const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
 const COMPLETED = ['paid', 'no_payment_required'];
+// Completed sessions kept per instance (a few hundred bytes each).
+const CACHED_SESSIONS = 5_000;
 
-/** GET /api/billing/session: what a completed checkout bought, for a member of the buying organisation. */
+/**
+ * GET /api/billing/session: what a completed checkout bought, for a member of the buying organisation. A
+ * session that is complete and paid never changes at the provider again, so it is kept (per instance) and the
+ * page a buyer reloads costs no provider request; anything else (open, expired, an asynchronous payment still
+ * unpaid) is asked again each time. Access is checked on every request, cached or not.
+ */
 @Injectable()
 export class CheckoutReportService {
+  private readonly completed = new LRUCache<string, CheckoutSessionInfo>({ max: CACHED_SESSIONS });
+
   constructor(
     private readonly provider: PaymentProvider,
     private readonly identity: IdentityService,
+    private readonly callerLimits: CallerLimits,
   ) {}
 
   async report(caller: AuthUser, sessionId: unknown): Promise<CheckoutSessionResult> {
@@ -26,7 +38,7 @@ export class CheckoutReportService {
     if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
       throw new AppException('invalid_session_id', 'session_id must look like cs_… (letters, digits, _).');
     }
-    const session = await this.retrieve(sessionId);
+    const session = this.completed.get(sessionId) ?? (await this.retrieve(caller, sessionId));
     // Access before payment state: a stranger learns nothing about someone else's checkout.
     await this.requireBuyer(caller, session);
     if (!COMPLETED.includes(session.paymentStatus)) {
@@ -41,9 +53,12 @@ export class CheckoutReportService {
     };
   }
 
-  private async retrieve(sessionId: string): Promise<CheckoutSessionInfo> {
+  private async retrieve(caller: AuthUser, sessionId: string): Promise<CheckoutSessionInfo> {
+    this.callerLimits.take(caller.id);
     try {
-      return await this.provider.retrieveCheckoutSession(sessionId);
+      const session = await this.provider.retrieveCheckoutSession(sessionId);
+      if (session.status === 'complete' && COMPLETED.includes(session.paymentStatus)) this.completed.set(sessionId, session);
+      return session;
     } catch (err) {
       if (err instanceof PaymentProviderError && err.kind === 'not_found') {
         throw new AppException('session_not_found', 'The payment provider knows no checkout session with this id.');

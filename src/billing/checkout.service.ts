@@ -1,4 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AppException } from '../common/app-exception';
@@ -6,16 +8,24 @@ import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig } from '../config/app-config';
 import { isPaidTier, paidTiers } from '../config/tiers';
 import { IdentityService } from '../identity/identity.service';
+import { CallerLimits } from './caller-limits';
+import { CheckoutPlan, OpenCheckouts, RecordedSession } from './open-checkouts';
 import { CheckoutCreatedResponse, CreateCheckoutDto } from './checkout.dto';
 import { CreateCheckoutInput, PaymentProvider, PaymentProviderError } from './payment-provider.port';
 import { ProviderSubscriptions } from './provider-subscriptions.service';
 import { providerFailure } from './provider-failure';
 import { requireReturnUrl } from './return-url';
 
+// A second tab's checkout waits up to ~5 s for the first to open its session, then answers 409 checkout_in_progress.
+const CLAIM_ATTEMPTS = 25;
+const CLAIM_RETRY_MS = 200;
+
 /**
  * POST /api/billing/checkout: opens a subscription checkout for a paid tier. One billing subscription per
  * organisation: with one live, a second checkout would bill twice (409 subscription_exists: change the
- * plan in the portal instead).
+ * plan in the portal instead). And one payable checkout session per organisation (open_checkouts): a second
+ * checkout for the same plan gets the open session back (200), one for another plan expires it at the provider
+ * before opening its own (201).
  */
 @Injectable()
 export class CheckoutService {
@@ -27,9 +37,12 @@ export class CheckoutService {
     private readonly subscriptions: ProviderSubscriptions,
     private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
+    private readonly callerLimits: CallerLimits,
+    private readonly openCheckouts: OpenCheckouts,
   ) {}
 
-  async create(caller: AuthUser, dto: CreateCheckoutDto): Promise<CheckoutCreatedResponse> {
+  /** `created`: false when the organisation's open session for the same plan is answered again. */
+  async create(caller: AuthUser, dto: CreateCheckoutDto): Promise<{ session: CheckoutCreatedResponse; created: boolean }> {
     await this.identity.requireMember(caller, dto.organisation_id);
     const { tier } = dto;
     if (!isPaidTier(this.config.tiers, tier)) {
@@ -55,13 +68,82 @@ export class CheckoutService {
       );
     }
     const input = { organisationId: dto.organisation_id, tier, priceId, successUrl, cancelUrl };
-    const customerId = (await this.identity.customerOf(dto.organisation_id)) ?? undefined;
+    const plan = { tier, priceId: priceId ?? null };
+    const { claim, recorded } = await this.claim(dto.organisation_id);
     try {
+      this.callerLimits.take(caller.id);
+      if (recorded && (await this.stillPayable(recorded, plan))) {
+        await this.openCheckouts.release(dto.organisation_id, claim);
+        return { session: { session_id: recorded.sessionId, url: recorded.url }, created: false };
+      }
+      const customerId = (await this.identity.customerOf(dto.organisation_id)) ?? undefined;
       const session = await this.createSession({ ...input, customerId });
-      return { session_id: session.id, url: session.url };
+      await this.record(dto.organisation_id, claim, { sessionId: session.id, url: session.url, ...plan });
+      return { session: { session_id: session.id, url: session.url }, created: true };
     } catch (err) {
+      await this.openCheckouts.release(dto.organisation_id, claim).catch(() => undefined);
       throw providerFailure(err);
     }
+  }
+
+  /**
+   * This request's claim on the organisation's checkout. Another request opening one at this very moment (a
+   * second tab) is waited for, briefly, so that both answer the same session.
+   */
+  private async claim(organisationId: string): Promise<{ claim: string; recorded: RecordedSession | null }> {
+    const claim = randomUUID();
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+      const outcome = await this.openCheckouts.claim(organisationId, claim);
+      if (outcome !== 'busy') return { claim, recorded: outcome.recorded };
+      await sleep(CLAIM_RETRY_MS);
+    }
+    throw new AppException('checkout_in_progress', 'Another checkout of this organisation is being opened; try again shortly.', {
+      retryAfterS: 2,
+    });
+  }
+
+  /**
+   * True when the recorded session sells this plan and is still open at the provider. Otherwise it must not stay
+   * payable beside a new one: an open session for another plan is expired. One already paid (its subscription not
+   * recorded here yet: the webhook is on its way) stops this checkout, as a live subscription would.
+   */
+  private async stillPayable(recorded: RecordedSession, plan: CheckoutPlan): Promise<boolean> {
+    const samePlan = recorded.tier === plan.tier && recorded.priceId === plan.priceId;
+    if (!samePlan) {
+      const expired = await this.provider.expireCheckoutSession(recorded.sessionId).then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof PaymentProviderError && (err.kind === 'rejected' || err.kind === 'not_found')) return false;
+          throw err;
+        },
+      );
+      if (expired) return false;
+    }
+    const session = await this.provider.retrieveCheckoutSession(recorded.sessionId).catch((err: unknown) => {
+      if (err instanceof PaymentProviderError && err.kind === 'not_found') return undefined;
+      throw err;
+    });
+    if (session?.status === 'open') {
+      // Only reached for another plan when the expiry raced a change at the provider: try again, never pay twice.
+      if (samePlan) return true;
+      throw new AppException('checkout_in_progress', 'The previous checkout could not be closed yet; try again shortly.', { retryAfterS: 2 });
+    }
+    if (session?.status === 'complete' && session.subscriptionId) {
+      const known = await this.subscriptions.find(this.db.manager, session.subscriptionId);
+      if (!known) {
+        throw new AppException('subscription_exists', 'A checkout of this organisation was just paid; its subscription is being set up.');
+      }
+    }
+    return false;
+  }
+
+  /** A claim lost meanwhile (its lease ran out) means another request may record its own: close ours. */
+  private async record(organisationId: string, claim: string, session: RecordedSession): Promise<void> {
+    if (await this.openCheckouts.record(organisationId, claim, session)) return;
+    await this.provider.expireCheckoutSession(session.sessionId).catch(() => undefined);
+    throw new AppException('checkout_in_progress', 'Another checkout of this organisation was opened meanwhile; try again.', {
+      retryAfterS: 2,
+    });
   }
 
   /**

@@ -39,8 +39,10 @@ export type PaymentProviderErrorKind =
   | 'not_found'
   /** The provider rejected our request (other 4xx): a bug or a misconfiguration on our side. */
   | 'rejected'
-  /** Unreachable, timed out, 5xx, or rate limited after retries. */
-  | 'unavailable';
+  /** Unreachable, timed out, or 5xx after retries. */
+  | 'unavailable'
+  /** The request budget is spent: the provider's 429 after retries, or no slot within PAYPROVIDER_MAX_RPS in time. */
+  | 'rate_limited';
 
 export class PaymentProviderError extends Error {
   constructor(
@@ -48,6 +50,8 @@ export class PaymentProviderError extends Error {
     message: string,
     /** The request parameter the provider blamed (e.g. `customer` for a customer it does not know). */
     readonly param?: string,
+    /** For 'rate_limited': when a retry may get through. */
+    readonly retryAfterS?: number,
   ) {
     super(message);
   }
@@ -67,6 +71,12 @@ export abstract class PaymentProvider {
   abstract retrieveCheckoutSession(sessionId: string): Promise<CheckoutSessionInfo>;
 
   abstract createCheckoutSession(input: CreateCheckoutInput): Promise<{ id: string; url: string }>;
+
+  /**
+   * Expires an open checkout session, so it can no longer be paid. Throws PaymentProviderError('not_found') for
+   * an unknown id and ('rejected') for a session that is no longer open (completed or already expired).
+   */
+  abstract expireCheckoutSession(sessionId: string): Promise<void>;
 
   /** Throws PaymentProviderError('not_found') for a customer the provider does not know. */
   abstract createPortalSession(customerId: string, returnUrl: string): Promise<{ url: string }>;

@@ -3,6 +3,7 @@ import { AppException } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
+import { CallerLimits } from './caller-limits';
 import { PaymentProvider, PaymentProviderError } from './payment-provider.port';
 import { PortalSessionResponse } from './portal.dto';
 import { providerFailure } from './provider-failure';
@@ -16,6 +17,7 @@ export class PortalService {
     private readonly provider: PaymentProvider,
     private readonly identity: IdentityService,
     private readonly config: AppConfig,
+    private readonly callerLimits: CallerLimits,
   ) {}
 
   async open(caller: AuthUser, organisationId?: string): Promise<PortalSessionResponse> {
@@ -23,6 +25,7 @@ export class PortalService {
     await this.identity.requireMember(caller, orgId);
     const customerId = await this.identity.customerOf(orgId);
     if (!customerId) throw noCustomer();
+    this.callerLimits.take(caller.id);
     try {
       return await this.provider.createPortalSession(customerId, new URL('/billing', this.config.appUrl).href);
     } catch (err) {

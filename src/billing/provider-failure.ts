@@ -2,10 +2,15 @@ import { AppException } from '../common/app-exception';
 import { PaymentProviderError } from './payment-provider.port';
 
 /**
- * Any provider failure the caller cannot fix becomes a 500 (the seed's status for a provider error);
- * the cause was logged by the adapter. Non-provider errors pass through untouched.
+ * Any provider failure the caller cannot fix becomes a 500 (the seed's status for a provider error); a spent
+ * request budget (the provider's 429, or PAYPROVIDER_MAX_RPS) is a 503 with Retry-After instead: nothing failed,
+ * it is only too early. The cause was logged by the adapter. Non-provider errors pass through untouched.
  */
 export function providerFailure(err: unknown): unknown {
   if (!(err instanceof PaymentProviderError)) return err;
+  if (err.kind === 'rate_limited') {
+    const retryAfterS = err.retryAfterS ?? 1;
+    return new AppException('payment_provider_busy', `The payment provider is busy; try again in ${retryAfterS} s.`, { retryAfterS });
+  }
   return new AppException('payment_provider_error', 'The payment provider could not complete the request. Try again later.');
 }

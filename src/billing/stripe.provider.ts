@@ -9,7 +9,20 @@ import {
   PaymentProviderError,
   PaymentProviderErrorKind,
 } from './payment-provider.port';
+import { ProviderBudget, ProviderBudgetExhausted, ProviderPriority } from './provider-budget';
 import { ProviderEvent } from './provider-event';
+
+/**
+ * Each operation's place in the shared request budget (provider-budget.ts): a person paying or managing a plan
+ * first. An operation not listed here (listings, meter reports) is background work.
+ */
+const PRIORITY: Record<string, ProviderPriority> = {
+  'checkout_session.create': 'interactive',
+  'checkout_session.expire': 'interactive',
+  'portal_session.create': 'interactive',
+  'checkout_session.retrieve': 'read',
+  'subscription.retrieve': 'read',
+};
 
 /**
  * The payment-provider port over the official `stripe` SDK: the only file that calls the provider's API.
@@ -21,7 +34,10 @@ export class StripePaymentProvider extends PaymentProvider {
   private readonly logger = new Logger('StripePaymentProvider');
   private readonly stripe: Stripe;
 
-  constructor(config: AppConfig) {
+  constructor(
+    config: AppConfig,
+    private readonly budget: ProviderBudget,
+  ) {
     super();
     const api = config.providerApiUrl;
     this.stripe = new Stripe(config.providerSecretKey!, {
@@ -75,6 +91,12 @@ export class StripePaymentProvider extends PaymentProvider {
     });
   }
 
+  expireCheckoutSession(sessionId: string): Promise<void> {
+    return this.call('checkout_session.expire', async () => {
+      await this.stripe.checkout.sessions.expire(sessionId);
+    });
+  }
+
   createPortalSession(customerId: string, returnUrl: string): Promise<{ url: string }> {
     return this.call('portal_session.create', async () => {
       const s = await this.stripe.billingPortal.sessions.create({ customer: customerId, return_url: returnUrl });
@@ -101,11 +123,15 @@ export class StripePaymentProvider extends PaymentProvider {
     });
   }
 
-  /** Times the call, maps failures onto the port's error kinds, and logs what an operator needs. */
+  /**
+   * Waits for a slot in the request budget, times the call, maps failures onto the port's error kinds, and logs
+   * what an operator needs.
+   */
   private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     const started = process.hrtime.bigint();
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
     try {
+      await this.budget.take(PRIORITY[operation] ?? 'background');
       const result = await fn();
       providerCalls.observe({ operation, outcome: 'ok' }, seconds());
       return result;
@@ -137,16 +163,20 @@ function idOf(value: string | { id: string } | null): string | null {
 
 export function toPortError(err: unknown): PaymentProviderError {
   if (err instanceof PaymentProviderError) return err;
+  if (err instanceof ProviderBudgetExhausted) return new PaymentProviderError('rate_limited', err.message, undefined, err.retryAfterS);
   if (!(err instanceof Stripe.errors.StripeError)) {
     return new PaymentProviderError('unavailable', err instanceof Error ? err.message : String(err));
   }
-  return new PaymentProviderError(kindOf(err), err.message, err.param);
+  const kind = kindOf(err);
+  // The provider sends no Retry-After with its 429: its limits are per second.
+  return new PaymentProviderError(kind, err.message, err.param, kind === 'rate_limited' ? 1 : undefined);
 }
 
 function kindOf(err: InstanceType<typeof Stripe.errors.StripeError>): PaymentProviderErrorKind {
   const status = err.statusCode;
   if (err instanceof Stripe.errors.StripeConnectionError || status === undefined) return 'unavailable';
-  if (status === 429 || status >= 500) return 'unavailable';
+  if (status === 429) return 'rate_limited';
+  if (status >= 500) return 'unavailable';
   if (status === 404 || err.code === 'resource_missing') return 'not_found';
   return 'rejected';
 }

@@ -7,11 +7,16 @@ import { ErrorCode, statusOf } from './error-codes';
  * filter turns it into the shared error shape.
  */
 export class AppException extends HttpException {
+  /** Seconds a client should wait before trying again, sent as Retry-After (429, 503). */
+  readonly retryAfterS?: number;
+
   constructor(
     readonly code: ErrorCode,
     message: string,
+    opts: { retryAfterS?: number } = {},
   ) {
     super(message, statusOf(code));
+    this.retryAfterS = opts.retryAfterS;
   }
 }
 

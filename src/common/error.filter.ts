@@ -42,6 +42,9 @@ export class ErrorFilter implements ExceptionFilter {
       this.logger.error({ msg: 'request failed', reqId: req.id, method: req.method, path: req.path, err: exception });
     }
     if (res.headersSent) return;
+    if (exception instanceof AppException && exception.retryAfterS !== undefined) {
+      res.setHeader('Retry-After', String(exception.retryAfterS));
+    }
     res.status(body.statusCode).json(body);
   }
 }

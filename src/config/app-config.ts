@@ -49,6 +49,14 @@ export class AppConfig {
   readonly providerApiUrl: URL;
   /** Per-attempt timeout of a call to the provider (the SDK retries twice), capped at 10 s. */
   readonly providerTimeoutMs: number;
+  /**
+   * The provider requests per second this instance makes at most (PAYPROVIDER_MAX_RPS), shared by priority
+   * (billing/provider-budget.ts). Default half the provider's documented account limit: 50 with a live key
+   * (limit 100/s), 12 with a test key (limit 25/s); the other half stays for the web app's own calls.
+   */
+  readonly providerMaxRps: number;
+  /** Requests reaching the provider one user may make per minute (PAYPROVIDER_USER_MAX_PER_MINUTE). */
+  readonly providerUserMaxPerMinute: number;
   /** Tier name → its provider price ids, from PAYPROVIDER_PRICE_<TIER> (comma-separated; the first is sold). */
   readonly providerPrices: Record<string, string[]>;
   readonly appUrl: URL;
@@ -107,6 +115,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     provider: dto.PAYPROVIDER_SECRET_KEY ? 'stripe' : 'sandbox',
     providerApiUrl: new URL(dto.PAYPROVIDER_API_URL),
     providerTimeoutMs: dto.PAYPROVIDER_TIMEOUT_MS,
+    providerMaxRps: dto.PAYPROVIDER_MAX_RPS ?? (/^[sr]k_live_/.test(dto.PAYPROVIDER_SECRET_KEY ?? '') ? 50 : 12),
+    providerUserMaxPerMinute: dto.PAYPROVIDER_USER_MAX_PER_MINUTE,
     providerPrices: providerPrices(given, tiers),
     appUrl: new URL(dto.APP_URL),
     publicUrl: dto.PUBLIC_URL === undefined ? undefined : new URL(dto.PUBLIC_URL),

@@ -86,6 +86,13 @@ export class EnvDto {
   @Int(50, 10_000)
   PAYPROVIDER_TIMEOUT_MS: number = 10_000;
 
+  // Unset: half the provider's documented account limit, 50 with a live key (100/s), 12 with a test key (25/s).
+  @Int(1, 10_000)
+  PAYPROVIDER_MAX_RPS?: number;
+
+  @Int(1, 100_000)
+  PAYPROVIDER_USER_MAX_PER_MINUTE: number = 30;
+
   @Origin()
   APP_URL: string = 'http://localhost:3000';
 

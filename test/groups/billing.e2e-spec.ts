@@ -5,4 +5,6 @@ import '../billing-portal.e2e-spec';
 import '../billing-session.e2e-spec';
 import '../billing-history.e2e-spec';
 import '../billing-provider.e2e-spec';
+import '../billing-provider-budget.e2e-spec';
+import '../billing-one-checkout.e2e-spec';
 import '../billing-return-pages.e2e-spec';

@@ -10,6 +10,7 @@ import providerFixtures from './provider-fixtures.json';
  *
  *   GET  /v1/checkout/sessions/:id      → a stored session (see `addCheckoutSession`), else 404 resource_missing
  *   POST /v1/checkout/sessions          → an open, unpaid session (url `${url}/pay/:id`)
+ *   POST /v1/checkout/sessions/:id/expire → the session, now `expired` (only an `open` one, else 400)
  *   POST /v1/billing_portal/sessions    → a portal session for `customer` (url `${url}/portal/:id`)
  *   GET  /v1/subscriptions/:id          → a stored subscription (see `addSubscription`), else 404
  *   GET  /v1/events                     → stored events (see `addEvent`), newest first, `types[]`, `created[gte]`,
@@ -21,7 +22,8 @@ import providerFixtures from './provider-fixtures.json';
  * with that param; an Idempotency-Key reused with other parameters → 400 idempotency_error, reused with the
  * same → the first answer again (`Idempotent-Replayed: true`); errors carry the provider's error object
  * (`type`, `code`, `message`, `param`, `doc_url`, `request_log_url`), and 5xx/429/409 answers say
- * `Stripe-Should-Retry: true`. Objects are the provider's published fixtures (provider-fixtures.json) with
+ * `Stripe-Should-Retry: true`. With `rateLimit(n)`, more than n requests within a second are answered 429
+ * `rate_limit` as the provider answers them (its test mode allows 25). Objects are the provider's published fixtures (provider-fixtures.json) with
  * the request's values.
  *
  * Usage:
@@ -70,11 +72,15 @@ export interface FakeProvider {
   deleteCustomer(id: string): void;
   /** A price the provider knows (checkout refuses any other). */
   addPrice(id: string): void;
+  /** More than `perSecond` requests within any second are refused with the provider's 429; undefined: no limit. */
+  rateLimit(perSecond: number | undefined): void;
+  /** Requests refused by the rate limit since the last reset. */
+  readonly rateLimited: number;
   /** The next `count` requests (any route) fail as described; queued failures run in order. */
   failNext(count: number, failure: Failure): void;
   /** Every request whose path starts with `prefix` fails as described (undefined: no more), until reset. */
   failPath(prefix: string, failure: Failure | undefined): void;
-  /** Clears recorded requests, queued failures, stored sessions, subscriptions and idempotency keys. */
+  /** Clears recorded requests, queued failures, the rate limit, stored sessions, subscriptions and idempotency keys. */
   reset(): void;
   close(): Promise<void>;
 }
@@ -101,6 +107,18 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
   let failures: Failure[] = [];
   const pathFailures = new Map<string, Failure>();
   let url = '';
+  let perSecond: number | undefined;
+  let rateLimited = 0;
+  // Arrival times (ms) of the requests of the last second, for the rate limit.
+  let recent: number[] = [];
+  const overRate = () => {
+    if (perSecond === undefined) return false;
+    const now = Date.now();
+    recent = recent.filter((t) => t > now - 1000);
+    if (recent.length >= perSecond) return true;
+    recent.push(now);
+    return false;
+  };
 
   const addCheckoutSession = (overrides: Record<string, unknown> = {}) => {
     const session = {
@@ -187,6 +205,19 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
         }),
       ];
     }
+    const expire = /^\/v1\/checkout\/sessions\/([^/]+)\/expire$/.exec(req.path);
+    if (req.method === 'POST' && expire) {
+      const invalid = validate('POST /v1/checkout/sessions/{session}/expire', req.body);
+      if (invalid) return invalid;
+      const id = decodeURIComponent(expire[1]);
+      const session = sessions.get(id);
+      if (!session) return [404, missing('checkout.session', id, 'session')];
+      if (session.status !== 'open') {
+        return [400, stripeError({ type: 'invalid_request_error', message: 'Only Checkout Sessions with a status in ["open"] can be expired.' })];
+      }
+      Object.assign(session, { status: 'expired', url: null });
+      return [200, session];
+    }
     if (req.method === 'POST' && req.path === '/v1/billing_portal/sessions') {
       const invalid = validate('POST /v1/billing_portal/sessions', req.body);
       if (invalid) return invalid;
@@ -232,7 +263,15 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     const replay = typeof key === 'string' && recorded.method === 'POST' ? idempotent.get(key) : undefined;
     let status: number;
     let body: unknown;
-    if (failure) {
+    if (!failure && overRate()) {
+      rateLimited++;
+      status = 429;
+      body = stripeError({
+        type: 'invalid_request_error',
+        code: 'rate_limit',
+        message: 'Request rate limit exceeded. You can learn more about rate limits here https://stripe.com/docs/rate-limits.',
+      });
+    } else if (failure) {
       status = failure.status;
       body = stripeError({ ...failure, type: failure.type ?? typeFor(failure.status), message: failure.message ?? 'Injected failure' });
     } else if (replay && replay.fingerprint !== fingerprint) {
@@ -279,11 +318,20 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     },
     deleteCustomer: (id) => void customers.delete(id),
     addPrice: (id) => void prices.add(id),
+    rateLimit: (n) => {
+      perSecond = n;
+      recent = [];
+    },
+    get rateLimited() {
+      return rateLimited;
+    },
     failNext: (count, failure) => failures.push(...Array<Failure>(count).fill(failure)),
     failPath: (prefix, failure) => void (failure ? pathFailures.set(prefix, failure) : pathFailures.delete(prefix)),
     reset: () => {
       requests.length = 0;
       failures = [];
+      perSecond = undefined;
+      rateLimited = 0;
       pathFailures.clear();
       sessions.clear();
       subscriptions.clear();

@@ -2,7 +2,7 @@ import { Check, Column, Entity, PrimaryColumn } from 'typeorm';
 
 /** A sandbox checkout session (`cs_…`), served by the sandbox's own checkout page. Unix-second timestamps. */
 @Entity('sandbox_checkout_sessions')
-@Check('sandbox_checkout_sessions_status_check', `status IN ('open', 'complete')`)
+@Check('sandbox_checkout_sessions_status_check', `status IN ('open', 'complete', 'expired')`)
 @Check('sandbox_checkout_sessions_payment_status_check', `payment_status IN ('unpaid', 'paid')`)
 export class SandboxCheckoutSession {
   @PrimaryColumn('text', { primaryKeyConstraintName: 'sandbox_checkout_sessions_pkey' })
@@ -37,7 +37,7 @@ export class SandboxCheckoutSession {
   cancelUrl: string;
 
   @Column('text', { default: 'open' })
-  status: 'open' | 'complete';
+  status: 'open' | 'complete' | 'expired';
 
   @Column('text', { name: 'payment_status', default: 'unpaid' })
   paymentStatus: 'unpaid' | 'paid';

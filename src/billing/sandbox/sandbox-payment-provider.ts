@@ -60,6 +60,16 @@ export class SandboxPaymentProvider extends PaymentProvider {
     });
   }
 
+  expireCheckoutSession(sessionId: string): Promise<void> {
+    return this.call('checkout.sessions.expire', async () => {
+      const outcome = await this.store.expireCheckout(sessionId);
+      if (outcome === 'not_found') throw new PaymentProviderError('not_found', `No such checkout session: '${sessionId}'`);
+      if (outcome === 'not_open') {
+        throw new PaymentProviderError('rejected', 'Only Checkout Sessions with a status in ["open"] can be expired.');
+      }
+    });
+  }
+
   createPortalSession(customerId: string, returnUrl: string): Promise<{ url: string }> {
     return this.call('billing_portal.sessions.create', async () => {
       const portal = await this.store.createPortal(customerId, returnUrl);

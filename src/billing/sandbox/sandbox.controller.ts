@@ -42,7 +42,9 @@ export class SandboxController {
   async checkout(@Param('id') id: string, @Res() res: Response) {
     const session = this.enabled() && CHECKOUT_ID.test(id) ? await this.store.findCheckout(id) : undefined;
     if (!session) return this.send(res, 404, notFound('checkout session'));
-    if (session.status === 'open' && session.expiresAt <= nowSeconds()) return this.send(res, 410, expired(session.cancelUrl));
+    if (session.status === 'expired' || (session.status === 'open' && session.expiresAt <= nowSeconds())) {
+      return this.send(res, 410, expired(session.cancelUrl));
+    }
     return this.send(res, 200, checkoutPage(session));
   }
 

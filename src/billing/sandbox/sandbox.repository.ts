@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager, In, IsNull, Not } from 'typeorm';
+import { DataSource, EntityManager, In, IsNull, MoreThan, Not } from 'typeorm';
 import { ProviderEvent } from '../provider-event';
 import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
 import { SandboxCustomer } from './sandbox-customer.entity';
@@ -46,6 +46,14 @@ export class SandboxRepository {
     const checkouts = m.getRepository(SandboxCheckoutSession);
     await checkouts.update({ id }, { status: 'complete', paymentStatus: 'paid', ...paid });
     return checkouts.findOneByOrFail({ id });
+  }
+
+  /** Expires the session if it is open and its time is not up; false otherwise. */
+  async expireOpenCheckout(id: string, now: number): Promise<boolean> {
+    const { affected } = await this.db
+      .getRepository(SandboxCheckoutSession)
+      .update({ id, status: 'open', expiresAt: MoreThan(now) }, { status: 'expired' });
+    return affected === 1;
   }
 
   customerExists(id: string): Promise<boolean> {

@@ -75,7 +75,7 @@ export class SandboxStore {
       const session = await this.sandbox.lockCheckout(m, id);
       if (!session || session.status === 'complete') return session ?? undefined;
       const now = nowSeconds();
-      if (session.expiresAt <= now) return 'expired';
+      if (session.status === 'expired' || session.expiresAt <= now) return 'expired';
 
       const customerId = session.customerId ?? randomId('cus_', 14);
       await this.sandbox.ensureCustomer(m, { id: customerId, created: now });
@@ -114,6 +114,12 @@ export class SandboxStore {
       await this.sandbox.addEvent(m, id, eventEnvelope(EVENT_TYPES.invoicePaymentSucceeded, invoiceEvent, now));
       return this.sandbox.markCheckoutPaid(m, id, { customerId, subscriptionId: sub.id });
     });
+  }
+
+  /** Like the provider: only an open session can be expired. */
+  async expireCheckout(id: string): Promise<'expired' | 'not_open' | 'not_found'> {
+    if (await this.sandbox.expireOpenCheckout(id, nowSeconds())) return 'expired';
+    return (await this.findCheckout(id)) ? 'not_open' : 'not_found';
   }
 
   /** Undefined for a customer the sandbox never created (the provider answers 404 there). */
