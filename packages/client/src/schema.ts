@@ -280,7 +280,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start a subscription checkout for a paid tier (owner or admin) */
+        /**
+         * Start a subscription checkout for a paid tier (owner or admin)
+         * @description One payable checkout per organisation: the same plan again answers the organisation's open session (200).
+         */
         post: operations["BillingController_createCheckout"];
         delete?: never;
         options?: never;
@@ -430,13 +433,16 @@ export interface components {
              *     - `email_taken` (409): A user with that email already exists (under another external_id, or none).
              *     - `last_owner` (409): The change would leave the organisation without an owner.
              *     - `idempotency_key_reused` (409): The idempotency key was already used for a different report.
+             *     - `checkout_in_progress` (409): Another checkout of this organisation is being opened at this moment; retry after Retry-After seconds.
              *     - `subscription_exists` (409): The organisation already has a live subscription: change the plan in the billing portal.
              *     - `payload_too_large` (413): The body is larger than 1 MiB.
              *     - `unsupported_media_type` (415): A body on an /api route that is not JSON (Content-Type: application/json), e.g. a form post; or a JSON charset other than UTF-8.
              *     - `headers_too_large` (431): The request headers are larger than 16 KiB; the connection is closed.
              *     - `too_many_requests` (429): Too many requests.
+             *     - `rate_limited` (429): This user made too many requests that reach the payment provider (PAYPROVIDER_USER_MAX_PER_MINUTE); retry after Retry-After seconds.
              *     - `internal_error` (500): Something went wrong on our side.
              *     - `payment_provider_error` (500): The payment provider failed or could not be reached.
+             *     - `payment_provider_busy` (503): The payment provider's request budget is spent for now (its rate limit, or PAYPROVIDER_MAX_RPS); nothing was done. Retry after Retry-After seconds.
              *     - `service_unavailable` (503): The service is temporarily unavailable.
              *     - `database_unavailable` (503): The database is unreachable.
              *     - `jwks_unavailable` (503): A JWT names a signing key (kid) this service has not cached, and AUTH_JWT_JWKS_URL could not be fetched or is not a key set. Retry; tokens with a cached key keep working.
@@ -445,7 +451,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "negative_amount" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "notification_not_found" | "method_not_allowed" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "subscription_exists" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "internal_error" | "payment_provider_error" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "negative_amount" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "notification_not_found" | "method_not_allowed" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "event_not_stored";
         };
         Member: {
             /** Format: uuid */
@@ -1620,7 +1626,23 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1682,7 +1704,23 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1705,6 +1743,16 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The organisation's open session for the same plan */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckoutCreatedResponse"];
+                };
+            };
+            /** @description A new checkout session */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -1737,7 +1785,31 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
