@@ -57,6 +57,8 @@ describe('loadConfig', () => {
       PAYPROVIDER_SECRET_KEY: 'sk_test_x',
       PAYPROVIDER_API_URL: 'http://127.0.0.1:12111',
       PAYPROVIDER_TIMEOUT_MS: '500',
+      PAYPROVIDER_MAX_RPS: '20',
+      PAYPROVIDER_USER_MAX_PER_MINUTE: '5',
       APP_URL: 'https://app.example.com',
       PUBLIC_URL: 'https://billing.example.com',
       SESSION_TTL_S: '3600',
@@ -92,6 +94,8 @@ describe('loadConfig', () => {
         providerSecretKey: 'sk_test_x',
         providerApiUrl: new URL('http://127.0.0.1:12111'),
         providerTimeoutMs: 500,
+        providerMaxRps: 20,
+        providerUserMaxPerMinute: 5,
         providerPrices: {},
         appUrl: new URL('https://app.example.com'),
         publicUrl: new URL('https://billing.example.com'),
@@ -121,6 +125,15 @@ describe('loadConfig', () => {
   ])('stops on a bad %s with a message naming it', (name, value) => {
     expect(() => loadConfig({ ...base(), [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ ...base(), [name]: value })).toThrow(name);
+  });
+
+  it("PAYPROVIDER_MAX_RPS defaults to half the provider's documented limit: 50 with a live key, 12 with a test key", () => {
+    expect(loadConfig({ ...base(), PAYPROVIDER_SECRET_KEY: 'sk_live_x' }).providerMaxRps).toBe(50);
+    expect(loadConfig({ ...base(), PAYPROVIDER_SECRET_KEY: 'rk_live_x' }).providerMaxRps).toBe(50);
+    expect(loadConfig({ ...base(), PAYPROVIDER_SECRET_KEY: 'sk_test_x' }).providerMaxRps).toBe(12);
+    expect(loadConfig({ ...base(), PAYPROVIDER_SECRET_KEY: 'sk_live_x', PAYPROVIDER_MAX_RPS: '80' }).providerMaxRps).toBe(80);
+    expect(() => loadConfig({ ...base(), PAYPROVIDER_MAX_RPS: '0' })).toThrow('PAYPROVIDER_MAX_RPS');
+    expect(loadConfig(base()).providerUserMaxPerMinute).toBe(30);
   });
 
   it('never echoes a bad DATABASE_URL, which may hold a password', () => {
