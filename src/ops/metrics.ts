@@ -37,7 +37,7 @@ export const providerSyncChanges = new Counter({
 
 export const providerCalls = new Histogram({
   name: 'payment_provider_call_duration_seconds',
-  help: 'Calls to the payment provider, by operation and outcome (ok, not_found, rejected, unavailable)',
+  help: 'Calls to the payment provider (including the wait for a slot in PAYPROVIDER_MAX_RPS), by operation and outcome (ok, not_found, rejected, unavailable, rate_limited)',
   labelNames: ['operation', 'outcome'] as const,
   buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
   registers: [registry],
