@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { namedParams, preparedQuery } from '../database/prepared';
+import { preparedQuery } from '../database/prepared';
 import { AppException } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { IdentityService } from '../identity/identity.service';
@@ -63,39 +63,23 @@ export class HistoryService {
 
   /** Adds one entry per invoice id, in the caller's transaction; false when the invoice was already recorded. */
   async record(manager: EntityManager, invoice: PaidInvoice): Promise<boolean> {
-    const inserted = await preparedQuery(manager, RECORD_SQL, RECORD.values(invoice));
+    const inserted = await preparedQuery<{ id: string }>(manager, RECORD_SQL, [
+      invoice.organisationId,
+      invoice.invoiceId,
+      invoice.subscriptionId,
+      invoice.amountPaid,
+      invoice.currency,
+      invoice.periodStart,
+      invoice.periodEnd,
+      invoice.paidAt,
+      invoice.hostedInvoiceUrl,
+    ]);
     return inserted.length > 0;
   }
 }
 
-/** What `historySql.record` takes of a paid invoice (all but its organisation), in parameter order. */
-export const PAID_INVOICE_VALUES = [
-  'invoiceId',
-  'subscriptionId',
-  'amountPaid',
-  'currency',
-  'periodStart',
-  'periodEnd',
-  'paidAt',
-  'hostedInvoiceUrl',
-] as const satisfies readonly Exclude<keyof PaidInvoice, 'organisationId'>[];
-
-/** A paid invoice's values, as SQL expressions, for `historySql.record`. */
-export type PaidInvoiceValues = Record<(typeof PAID_INVOICE_VALUES)[number], string>;
-
-/** Billing history as an SQL fragment, for the webhook's one-statement path. The SQL stays with its owner. */
-export const historySql = {
-  /**
-   * Records the invoice for the organisation of each row of `source` (a CTE or subquery with an
-   * `organisation_id` column), once per invoice id. Columns: id, for each entry it added.
-   */
-  record: (source: string, v: PaidInvoiceValues) => `
-    INSERT INTO billing_history (organisation_id, invoice_id, subscription_id, amount_paid, currency,
-      period_start, period_end, paid_at, hosted_invoice_url)
-    SELECT organisation_id, ${v.invoiceId}::text, ${v.subscriptionId}::text, ${v.amountPaid}::bigint, ${v.currency}::text,
-      ${v.periodStart}::bigint, ${v.periodEnd}::bigint, ${v.paidAt}::bigint, ${v.hostedInvoiceUrl}::text FROM ${source}
-    ON CONFLICT (invoice_id) DO NOTHING RETURNING id`,
-};
-
-const RECORD = namedParams('organisationId', ...PAID_INVOICE_VALUES);
-const RECORD_SQL = historySql.record(`(SELECT ${RECORD.ref.organisationId}::uuid AS organisation_id) AS organisation`, RECORD.ref);
+const RECORD_SQL = `
+  INSERT INTO billing_history (organisation_id, invoice_id, subscription_id, amount_paid, currency,
+    period_start, period_end, paid_at, hosted_invoice_url)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+  ON CONFLICT (invoice_id) DO NOTHING RETURNING id`;

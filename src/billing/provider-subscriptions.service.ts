@@ -1,20 +1,25 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { preparedQuery } from '../database/prepared';
-import { appliedEventSet } from './subscription.sql';
 
 /** Statuses in which a subscription still bills (or is about to): a second checkout would pay twice. */
 export const BILLING_STATUSES = ['active', 'trialing', 'past_due', 'unpaid', 'incomplete'] as const;
 
-const UPSERT_SET = appliedEventSet({
-  tier: 'EXCLUDED.tier',
-  status: 'EXCLUDED.status',
-  periodStart: 'EXCLUDED.current_period_start',
-  periodEnd: 'EXCLUDED.current_period_end',
-  created: 'EXCLUDED.last_event_created',
-  rank: 'EXCLUDED.last_event_rank',
-  deleted: 'EXCLUDED.deleted_event_created IS NOT NULL',
-});
+/**
+ * What an applied event changes on a stored subscription (`s`), given the event's values (EXCLUDED).
+ * `past_due_since` is the `created` of the first event showing past_due after another status: later
+ * retries do not restart grace.
+ */
+const UPSERT_SET = `tier = COALESCE(EXCLUDED.tier, s.tier), status = EXCLUDED.status,
+  current_period_start = EXCLUDED.current_period_start, current_period_end = EXCLUDED.current_period_end,
+  past_due_since = CASE WHEN EXCLUDED.status = 'past_due'
+                        THEN CASE WHEN s.status = 'past_due' AND s.past_due_since IS NOT NULL THEN s.past_due_since
+                                  ELSE EXCLUDED.last_event_created END END,
+  last_event_created = GREATEST(s.last_event_created, EXCLUDED.last_event_created),
+  last_event_rank = CASE WHEN EXCLUDED.last_event_created >= s.last_event_created OR s.last_event_created IS NULL
+                         THEN EXCLUDED.last_event_rank ELSE s.last_event_rank END,
+  deleted_event_created = CASE WHEN EXCLUDED.deleted_event_created IS NOT NULL THEN EXCLUDED.last_event_created END,
+  updated_at = now()`;
 
 /** A stored subscription, as far as event handling needs it. */
 export interface KnownSubscription {
@@ -110,7 +115,7 @@ export class ProviderSubscriptions {
       }
       if (change.created === last.created && change.rank === last.rank && change.kind === 'updated') return { outcome: 'tie' };
     }
-    // A new row's past_due_since; a stored one's is kept or set by appliedEventSet.
+    // A new row's past_due_since; a stored one's is kept or set by UPSERT_SET.
     const pastDueSince = change.status === 'past_due' ? change.created : null;
     await preparedQuery(
       manager,

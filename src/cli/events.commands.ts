@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { EventDispatcher } from '../webhook/event-dispatcher';
-import { listEvents } from '../webhook/event-ledger';
+import { listEvents } from '../webhook/webhook-ledger.repository';
 import { EVENT_RETENTION_DAYS, ProviderSync } from '../webhook/provider-sync.service';
 import { LEDGER_STATUSES, LedgerStatus } from '../webhook/webhook-event.entity';
 import { CliCommand, CliUsageError, limitFlag, oneOfFlag, optionalFlag, requireFlag } from './cli-command';
@@ -11,7 +11,15 @@ export const eventCommands: Record<string, CliCommand> = {
     usage: `events:list [--status ${LEDGER_STATUSES.join('|')}] [--limit N]`,
     async run(app, flags) {
       const status = oneOfFlag<LedgerStatus>(flags, 'status', LEDGER_STATUSES);
-      const data = await listEvents(app!.get(DataSource).manager, status, limitFlag(flags));
+      const entries = await listEvents(app!.get(DataSource).manager, status, limitFlag(flags));
+      const data = entries.map(({ organisationId, customerId, subscriptionId, receivedAt, processedAt, ...rest }) => ({
+        ...rest,
+        organisation_id: organisationId,
+        customer_id: customerId,
+        subscription_id: subscriptionId,
+        received_at: receivedAt,
+        processed_at: processedAt,
+      }));
       return { data };
     },
   },

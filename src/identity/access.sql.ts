@@ -12,8 +12,5 @@ export const accessSql = {
   isMember: (organisationId: string, userId: string) =>
     `EXISTS (SELECT 1 FROM memberships WHERE organisation_id = ${organisationId} AND user_id = ${userId})`,
   memberCount: (organisationId: string) => `(SELECT count(*) FROM memberships WHERE organisation_id = ${organisationId})`,
-  /** The customer is the organisation's customer record (linked to it). */
-  isCustomerOf: (organisationId: string, customerId: string) =>
-    `EXISTS (SELECT 1 FROM organisations WHERE id = ${organisationId} AND provider_customer_id = ${customerId})`,
   organisationExists: (organisationId: string) => `EXISTS (SELECT 1 FROM organisations WHERE id = ${organisationId})`,
 };

@@ -3,6 +3,7 @@ import { EntityManager } from 'typeorm';
 import { EVENT_TYPES, idOf, ProviderEvent } from '../billing/provider-event';
 import { IdentityService } from '../identity/identity.service';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent } from './event-handler';
+import { customerSchema } from './event-schemas';
 
 /**
  * customer.deleted: the organisation that had this customer has no customer record any more (the portal
@@ -12,6 +13,8 @@ import { EventHandler, failed, HandlerOutcome, HandlesEvent } from './event-hand
 @Injectable()
 @HandlesEvent(EVENT_TYPES.customerDeleted)
 export class CustomerDeletedHandler implements EventHandler {
+  readonly schema = customerSchema;
+
   constructor(private readonly identity: IdentityService) {}
 
   providerIds(event: ProviderEvent): (string | undefined)[] {

@@ -8,10 +8,12 @@ import { transaction } from '../database/transaction';
 import { webhookEvents } from '../ops/metrics';
 import { AppConfig } from '../config/app-config';
 import { NotificationsService } from '../notifications/notifications.service';
-import { EventHandler, failed, HandlerOutcome, HandlesEvent } from './event-handler';
-import { claimEvent, ClaimLost, finishEvent, inOneStatement, recordEvent, storedPayload, unmatchedEvents } from './event-ledger';
-import { lockProviderIds } from './organisation-links';
+import { PaymentProvider } from '../billing/payment-provider.port';
+import { EventHandler, failed, HandlerOutcome, HandlesEvent, ProviderAnswer, ProviderAnswerNeeded, ProviderAnswers } from './event-handler';
+import { claimEvent, ClaimLost, finishEvent, lockProviderIds, recordEvent, unmatchedEvents } from './event-ledger';
+import { wrongTypes } from './event-schemas';
 import { parseEvent } from './provider-event';
+import { storedPayload } from './webhook-ledger.repository';
 import { EventSource, LedgerStatus } from './webhook-event.entity';
 
 export interface DispatchResult {
@@ -26,13 +28,10 @@ interface Applied {
 }
 
 /**
- * Runs each event in one transaction. A new event in its handler's common case (an invoice or an update of
- * a stored subscription: `inOneStatement`) is one statement after its locks: apply it and write its ledger
- * row, commit. Any other goes the general way: lock the event's customer and subscription ids, read its
- * ledger row, pick the handler for its type (registered with @HandlesEvent), write the ledger row with the
- * outcome (once), and apply the unmatched events that this event's links made matchable. A redelivery of
- * an event that had no effect yet (unmatched, failed) applies the payload stored first, whatever body came
- * with it. Metrics and logs
+ * Runs each event in one transaction: lock the event's customer and subscription ids and read its ledger
+ * row, pick the handler for its type (registered with @HandlesEvent), write the ledger row with the
+ * outcome (once), and apply the unmatched events that this event's links made matchable. A redelivery of an event that had no effect
+ * yet (unmatched, failed) applies the payload stored first, whatever body came with it. Metrics and logs
  * are written only after the commit, so they never count what was not stored.
  */
 @Injectable()
@@ -45,6 +44,7 @@ export class EventDispatcher implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly config: AppConfig,
     private readonly notifications: NotificationsService,
+    private readonly provider: PaymentProvider,
   ) {}
 
   onModuleInit() {
@@ -62,33 +62,66 @@ export class EventDispatcher implements OnModuleInit {
 
   /** `payload` is the event as received (its JSON text), stored in the ledger with how it arrived. */
   async dispatch(received: ProviderEvent, payload: string, source: EventSource = 'webhook'): Promise<DispatchResult> {
-    const atOnce = await this.inOneStatement(received, payload, source);
-    if (atOnce) {
-      this.record(received, atOnce.status, atOnce.reason);
-      return { id: received.id, ...atOnce };
-    }
-    const { result, applied } = await this.untilClaimed(async (manager) => {
-      const claim = await claimEvent(manager, received, this.providerIds(received));
-      if (claim.kind === 'duplicate') {
-        const reason = `already received (${claim.status})`;
-        return { result: { id: received.id, status: 'duplicate' as const, reason }, applied: [] };
-      }
-      const event = claim.kind === 'retry' ? parseEvent(claim.storedPayload) : received;
-      if (claim.kind === 'retry') await lockProviderIds(manager, this.providerIds(event));
-      const applied: Applied[] = [];
-      await this.apply(manager, event, applied, new Set(), claim.kind === 'new' ? { payload, source, waiting: claim.waiting } : undefined);
-      // In this transaction: a license change is notified exactly when it is committed (SPEC 10). Only a
-      // subscription change can move a license (invoices and customer deletions do not).
-      const organisations = new Set(applied.filter((a) => a.outcome.subscriptionApplied).map((a) => a.outcome.organisationId));
-      for (const organisationId of organisations) {
-        if (organisationId) await this.notifications.licenseMayHaveChanged(manager, organisationId);
-      }
-      const { outcome } = applied[0];
-      return { result: { id: event.id, status: outcome.status, reason: outcome.reason ?? null }, applied };
-    });
+    const { result, applied } = await this.withProviderAnswers((provider) =>
+      this.untilClaimed(async (manager) => {
+        const claim = await claimEvent(manager, received, this.providerIds(received));
+        if (claim.kind === 'duplicate') {
+          const reason = `already received (${claim.status})`;
+          return { result: { id: received.id, status: 'duplicate' as const, reason }, applied: [] };
+        }
+        const event = claim.kind === 'retry' ? parseEvent(claim.storedPayload) : received;
+        if (claim.kind === 'retry') await lockProviderIds(manager, this.providerIds(event));
+        const applied: Applied[] = [];
+        const context = { manager, provider, applied, seen: new Set<string>() };
+        await this.apply(context, event, claim.kind === 'new' ? { payload, source, waiting: claim.waiting } : undefined);
+        // In this transaction: a license change is notified exactly when it is committed (SPEC 10). Only a
+        // subscription change can move a license (invoices and customer deletions do not).
+        const organisations = new Set(applied.filter((a) => a.outcome.subscriptionApplied).map((a) => a.outcome.organisationId));
+        for (const organisationId of organisations) {
+          if (organisationId) await this.notifications.licenseMayHaveChanged(manager, organisationId);
+        }
+        const { outcome } = applied[0];
+        return { result: { id: event.id, status: outcome.status, reason: outcome.reason ?? null }, applied };
+      }),
+    );
     if (!applied.length) this.record(received, result.status, result.reason);
     for (const { event: e, outcome } of applied) this.record(e, outcome.status, outcome.reason ?? null);
     return result;
+  }
+
+  /**
+   * Runs `work` (one delivery's transaction) with the provider's answers it asked for. A handler that
+   * needs one throws `ProviderAnswerNeeded`, which rolls its transaction back; the provider is asked here,
+   * with no transaction open (a provider that hangs holds no database connection), and the delivery runs
+   * again with the answer. Each subscription is asked once per delivery, so this ends.
+   */
+  private async withProviderAnswers<T>(work: (provider: ProviderAnswers) => Promise<T>): Promise<T> {
+    const answers = new Map<string, ProviderAnswer>();
+    const provider: ProviderAnswers = {
+      subscription: (id) => {
+        const answer = answers.get(id);
+        if (!answer) throw new ProviderAnswerNeeded(id);
+        return answer;
+      },
+    };
+    for (;;) {
+      try {
+        return await work(provider);
+      } catch (err) {
+        if (!(err instanceof ProviderAnswerNeeded) || answers.has(err.subscriptionId)) throw err;
+        answers.set(err.subscriptionId, await this.askProvider(err.subscriptionId));
+      }
+    }
+  }
+
+  private async askProvider(subscriptionId: string): Promise<ProviderAnswer> {
+    try {
+      return { subscription: await this.provider.retrieveSubscription(subscriptionId) };
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      this.logger.warn({ msg: 'the provider could not say what its subscription is now', subscriptionId, err: message });
+      return { error: `the provider could not say what subscription ${subscriptionId} is now (${message.slice(0, 200)})` };
+    }
   }
 
   /**
@@ -107,23 +140,6 @@ export class EventDispatcher implements OnModuleInit {
     }
   }
 
-  /**
-   * A new event's common case (its handler's `inOneStatement`): lock, then apply and write the ledger row
-   * in one statement, commit. Undefined when it was not that case, and then nothing was written. Not taken when
-   * the license may change and notifications are on: comparing the license needs `handle`'s transaction.
-   */
-  private async inOneStatement(event: ProviderEvent, payload: string, source: EventSource) {
-    const handler = this.handlers.get(event.type);
-    const effect = handler && !this.createdProblem(event) ? handler.inOneStatement?.(event) : undefined;
-    if (!effect || (effect.changesLicense && this.notifications.enabled)) return undefined;
-    try {
-      return await transaction(this.db, (manager) => inOneStatement(manager, event, payload, source, handler!.providerIds(event), effect));
-    } catch (err) {
-      if (err instanceof ClaimLost) return undefined;
-      throw err;
-    }
-  }
-
   /** `events:replay`: the stored (verified on receipt) payload through the same path as a redelivery. */
   async replay(id: string): Promise<DispatchResult> {
     const payload = await storedPayload(this.db.manager, id);
@@ -135,11 +151,16 @@ export class EventDispatcher implements OnModuleInit {
     return this.handlers.get(event.type)?.providerIds(event) ?? [];
   }
 
-  /** What the event does, or why it does nothing. Events dated in the future would freeze their subscription. */
-  private async handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome> {
+  /**
+   * What the event does, or why it does nothing. Events dated in the future would freeze their
+   * subscription; fields of another type than the provider's would be read as absent.
+   */
+  private async handle(manager: EntityManager, event: ProviderEvent, provider: ProviderAnswers): Promise<HandlerOutcome> {
     const handler = this.handlers.get(event.type);
     if (!handler) return { status: 'ignored', reason: `event type ${event.type} is not handled` };
-    return this.createdProblem(event) ?? handler.handle(manager, event);
+    const wrong = wrongTypes(handler.schema, event.data.object);
+    if (wrong) return failed('invalid_event', wrong);
+    return this.createdProblem(event) ?? handler.handle(manager, event, provider);
   }
 
   private createdProblem(event: ProviderEvent): HandlerOutcome | undefined {
@@ -151,32 +172,28 @@ export class EventDispatcher implements OnModuleInit {
   }
 
   /**
-   * `received`: the event is new to the ledger, whose row is written here, with its outcome, as received.
+   * Applies one event and records its outcome; `received`: the event is new to the ledger, whose row is
+   * written here, as received. Then the unmatched events its links made matchable, oldest first.
    */
   private async apply(
-    manager: EntityManager,
+    context: { manager: EntityManager; provider: ProviderAnswers; applied: Applied[]; seen: Set<string> },
     event: ProviderEvent,
-    applied: Applied[],
-    seen: Set<string>,
     received?: { payload: string; source: EventSource; waiting: boolean },
   ): Promise<void> {
+    const { manager, applied, seen } = context;
     seen.add(event.id);
-    const outcome = await this.handle(manager, event);
-    let waiting: boolean;
-    if (received) {
-      waiting = received.waiting && outcome.linked !== undefined;
-      await recordEvent(manager, event, received.payload, received.source, outcome);
-    } else {
-      waiting = (await finishEvent(manager, event.id, outcome)).waiting;
-    }
+    const outcome = await this.handle(manager, event, context.provider);
+    if (received) await recordEvent(manager, event, received.payload, received.source, outcome);
+    else await finishEvent(manager, event.id, outcome);
     applied.push({ event, outcome });
-    if (!waiting || !outcome.linked) return;
+    // A new event's claim read whether any wait (under its locks, none can be added meanwhile).
+    if (!outcome.linked || received?.waiting === false) return;
     const pending = await unmatchedEvents(manager, outcome.linked.customerId, outcome.linked.subscriptionId);
     for (const next of pending) {
       if (seen.has(next.id)) continue;
       // The claim locked the delivered event's ids; a pending event's are locked here, before its look-ups.
       await lockProviderIds(manager, this.providerIds(next));
-      await this.apply(manager, next, applied, seen);
+      await this.apply(context, next);
     }
   }
 

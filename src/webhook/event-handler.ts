@@ -1,5 +1,6 @@
 import { DiscoveryService } from '@nestjs/core';
 import { EntityManager } from 'typeorm';
+import { ZodType } from 'zod';
 import { ProviderEvent } from '../billing/provider-event';
 import { LedgerStatus } from './webhook-event.entity';
 
@@ -34,32 +35,33 @@ export interface HandlerOutcome {
  * anything; it changes other modules' tables only through their services, passing `manager` along.
  */
 export interface EventHandler {
+  /**
+   * The types of the fields of `data.object` that `handle` reads (see event-schemas.ts): the dispatcher
+   * stores an event whose fields have another type `failed` (`invalid_event`) without calling `handle`.
+   */
+  readonly schema: ZodType;
   /** The customer and subscription ids the event touches: the dispatcher locks them before `handle`. */
   providerIds(event: ProviderEvent): (string | undefined)[];
-  handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome>;
-  /**
-   * Optional: the event's common case as SQL that the ledger runs with the event's row in one statement
-   * (`inOneStatement` in event-ledger.ts), so that a delivery's effect and row are one statement; undefined when the event
-   * needs `handle`. It must do exactly what `handle` would do in that case, and nothing at all otherwise:
-   * the dispatcher then calls `handle`.
-   */
-  inOneStatement?(event: ProviderEvent): OneStatement | undefined;
+  handle(manager: EntityManager, event: ProviderEvent, provider: ProviderAnswers): Promise<HandlerOutcome>;
 }
 
+/** What the provider said about a subscription, asked outside the transaction; or why it could not say. */
+export type ProviderAnswer = { subscription: Record<string, any> } | { error: string };
+
 /**
- * CTEs, with their own parameters `$1`…`$n` (`values`). They may read the CTE `fresh` (one row when the
- * ledger has no row of the event and no unmatched event of its ids waits, else none), and every write of
- * theirs must depend on it. The last one is named `effect`: one row (`organisation_id`, `status`,
- * `reason`) when they applied the event, none when they changed nothing (not their case).
+ * The provider's answers a handler may use. A handler never waits on the provider inside the event's
+ * transaction (a hung provider would hold a database connection): `subscription` answers what the
+ * dispatcher fetched before this run of the transaction, or throws `ProviderAnswerNeeded`; the dispatcher
+ * then rolls the transaction back, asks the provider with no transaction open, and runs the event again.
  */
-export interface OneStatement {
-  ctes: string;
-  values: unknown[];
-  /** The event's ids, for its ledger row (as `HandlerOutcome`'s). */
-  customerId?: string;
-  subscriptionId?: string;
-  /** The statement may change a subscription, so the license (the dispatcher then lets `handle` notify). */
-  changesLicense: boolean;
+export interface ProviderAnswers {
+  subscription(subscriptionId: string): ProviderAnswer;
+}
+
+export class ProviderAnswerNeeded extends Error {
+  constructor(readonly subscriptionId: string) {
+    super(`the provider's subscription ${subscriptionId} is needed`);
+  }
 }
 
 /** Why an event of ours cannot be applied (yet): the first word of a `failed` ledger reason. */
@@ -68,7 +70,9 @@ export type FailureCode =
   | 'invoice_invalid'
   | 'tier_unresolvable'
   | 'organisation_conflict'
-  | 'created_in_future';
+  | 'created_in_future'
+  /** The provider could not say what is current (a tie of two `.updated`): replay once it answers. */
+  | 'provider_unavailable';
 
 /**
  * An event of ours that cannot be applied: stored `failed` with the reason and answered 200 (a 4xx would

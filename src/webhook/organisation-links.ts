@@ -1,32 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { KnownSubscription } from '../billing/provider-subscriptions.service';
-import { preparedQuery } from '../database/prepared';
 import { IdentityService } from '../identity/identity.service';
 
-/**
- * Serialises, across instances, every event touching one customer or subscription id: an event that
- * finds no organisation and one that links that id cannot interleave, so an unmatched event is either
- * seen by the linking transaction or committed after it and matched directly. Keys are taken in sorted
- * order so two events never wait on each other. The look-ups that rely on the locks must run in a later
- * statement than the one taking them, so that their snapshot is taken once the locks are held.
- */
-export function lockKeys(ids: (string | undefined)[]): string[] {
-  return [...new Set(ids.filter((id): id is string => !!id))].sort().map((id) => `webhook:${id}`);
-}
-
-/** SQL taking the advisory locks for the keys in text[] parameter `param`, in array order (unnest's order). */
-export function takeLocksSql(param: string): string {
-  return `SELECT count(pg_advisory_xact_lock(hashtextextended(key, 0))) AS locks FROM unnest(${param}::text[]) AS key`;
-}
-
-export async function lockProviderIds(manager: EntityManager, ids: (string | undefined)[]): Promise<void> {
-  const keys = lockKeys(ids);
-  if (keys.length) await preparedQuery(manager, takeLocksSql('$1'), [keys]);
-}
-
 /** The organisation id metadata gives: the first of `metadataIds` that is a non-empty string. */
-export function metadataOrganisation(metadataIds: unknown[]): string | undefined {
+function metadataOrganisation(metadataIds: unknown[]): string | undefined {
   return metadataIds.find((id) => typeof id === 'string' && id !== '') as string | undefined;
 }
 

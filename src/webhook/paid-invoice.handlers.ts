@@ -1,14 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { historySql, HistoryService, PAID_INVOICE_VALUES, PaidInvoice } from '../billing/history.service';
+import { HistoryService, PaidInvoice } from '../billing/history.service';
 import { EVENT_TYPES, idOf, isObject, ProviderEvent, secondsOf } from '../billing/provider-event';
 import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
-import { subscriptionSql } from '../billing/subscription.sql';
 import { AppConfig } from '../config/app-config';
-import { namedParams } from '../database/prepared';
-import { UUID } from '../identity/identity.service';
-import { EventHandler, failed, HandlerOutcome, HandlesEvent, OneStatement, reasons } from './event-handler';
-import { metadataOrganisation, OrganisationLinks } from './organisation-links';
+import { EventHandler, failed, HandlerOutcome, HandlesEvent, reasons } from './event-handler';
+import { invoiceSchema } from './event-schemas';
+import { OrganisationLinks } from './organisation-links';
 import { tierOfPrice } from './tier-resolution';
 
 /**
@@ -20,6 +18,8 @@ import { tierOfPrice } from './tier-resolution';
  */
 @Injectable()
 abstract class PaidInvoiceHandler implements EventHandler {
+  readonly schema = invoiceSchema;
+
   constructor(
     private readonly config: AppConfig,
     private readonly links: OrganisationLinks,
@@ -53,40 +53,9 @@ abstract class PaidInvoiceHandler implements EventHandler {
       reason: reasons(match.note, recorded ? undefined : alreadyRecorded(entry.invoiceId)),
     };
   }
-
-  /**
-   * The common case, what `handle` does when the invoice's subscription is stored and metadata names its
-   * organisation or none: record it in billing history.
-   */
-  inOneStatement(event: ProviderEvent): OneStatement | undefined {
-    const invoice = readInvoice(event, this.config);
-    if ('failure' in invoice || !invoice.ids.subscriptionId) return undefined;
-    const given = metadataOrganisation(invoice.metadataIds);
-    if (given !== undefined && !UUID.test(given)) return undefined;
-    return {
-      ctes: INVOICE_CTES,
-      values: INVOICE.values({ ...invoice.entry, given: given ?? null, alreadyRecorded: alreadyRecorded(invoice.entry.invoiceId) }),
-      changesLicense: false,
-      ...invoice.ids,
-    };
-  }
 }
 
 const alreadyRecorded = (invoiceId: string) => `invoice ${invoiceId} was already recorded`;
-
-const INVOICE = namedParams(...PAID_INVOICE_VALUES, 'given', 'alreadyRecorded');
-const P = INVOICE.ref;
-const INVOICE_CTES = `
-  known AS (
-    SELECT k.organisation_id FROM fresh, (${subscriptionSql.organisationOf(`${P.subscriptionId}::text`)}) k
-    WHERE ${P.given}::uuid IS NULL OR k.organisation_id = ${P.given}::uuid
-  ),
-  recorded AS (${historySql.record('known', P)}),
-  effect AS (
-    SELECT organisation_id, 'processed' AS status,
-           CASE WHEN EXISTS (SELECT 1 FROM recorded) THEN NULL ELSE ${P.alreadyRecorded}::text END AS reason
-    FROM known
-  )`;
 
 /** An invoice event, validated: its ids, metadata, lines and the billing-history entry it pays for. */
 function readInvoice(

@@ -9,8 +9,8 @@ import { transaction } from '../database/transaction';
 import { NotificationsService } from '../notifications/notifications.service';
 import { providerSyncChanges } from '../ops/metrics';
 import { EventDispatcher } from './event-dispatcher';
-import { knownEventIds } from './event-ledger';
-import { lockProviderIds } from './organisation-links';
+import { lockProviderIds } from './event-ledger';
+import { knownEventIds } from './webhook-ledger.repository';
 import { resolveTier } from './tier-resolution';
 
 export interface SyncSummary {

@@ -1,16 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { PaymentProvider } from '../billing/payment-provider.port';
 import { EVENT_RANK, EVENT_TYPES, idOf, ProviderEvent, secondsOf } from '../billing/provider-event';
 import { ProviderSubscriptions, SubscriptionChange } from '../billing/provider-subscriptions.service';
-import { subscriptionSql } from '../billing/subscription.sql';
 import { AppConfig } from '../config/app-config';
-import { namedParams } from '../database/prepared';
-import { accessSql } from '../identity/access.sql';
-import { UUID } from '../identity/identity.service';
-import { EventHandler, failed, HandlerOutcome, HandlesEvent, OneStatement, reasons } from './event-handler';
-import { appliedMeanwhile, ClaimLost } from './event-ledger';
-import { metadataOrganisation, OrganisationLinks } from './organisation-links';
+import { EventHandler, failed, HandlerOutcome, HandlesEvent, ProviderAnswers, reasons } from './event-handler';
+import { subscriptionSchema } from './event-schemas';
+import { OrganisationLinks } from './organisation-links';
 import { resolveTier } from './tier-resolution';
 
 /**
@@ -22,19 +17,19 @@ import { resolveTier } from './tier-resolution';
 @Injectable()
 abstract class SubscriptionHandler implements EventHandler {
   protected abstract readonly kind: SubscriptionChange['kind'];
+  readonly schema = subscriptionSchema;
 
   constructor(
     private readonly config: AppConfig,
     private readonly links: OrganisationLinks,
     private readonly subscriptions: ProviderSubscriptions,
-    private readonly provider: PaymentProvider,
   ) {}
 
   providerIds(event: ProviderEvent): (string | undefined)[] {
     return [idOf(event.data.object.customer), idOf(event.data.object.id)];
   }
 
-  async handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome> {
+  async handle(manager: EntityManager, event: ProviderEvent, provider: ProviderAnswers): Promise<HandlerOutcome> {
     const sub = event.data.object;
     const subscriptionId = idOf(sub.id);
     const customerId = idOf(sub.customer);
@@ -53,18 +48,17 @@ abstract class SubscriptionHandler implements EventHandler {
     }
     if ('error' in tier && this.kind !== 'deleted') return failed('tier_unresolvable', tier.error, { ...ids, organisationId });
 
-    const linkNote = await this.links.linkCustomer(manager, organisationId, customerId);
     const target = { id: subscriptionId, organisationId, customerId };
     let result = await this.subscriptions.apply(manager, target, known, this.change(event, sub));
     if (result.outcome === 'tie') {
-      // A tie with itself: another delivery of this very event applied it while this one waited for the
-      // subscription's lock. This delivery is then rolled back and run again (finding the event stored),
-      // without asking the provider.
-      if (await appliedMeanwhile(manager, event.id)) throw new ClaimLost(event.id);
-      // Two `.updated` of the same second: the provider's advice is to ask it what is current.
-      const current = await this.provider.retrieveSubscription(subscriptionId);
-      result = await this.subscriptions.apply(manager, target, known, this.change(event, current), true);
+      // Two `.updated` of the same second: the provider's advice is to ask it what is current. Asked
+      // outside this transaction (see ProviderAnswers); an answer it could not give fails the event,
+      // replayable, rather than failing the delivery.
+      const answer = provider.subscription(subscriptionId);
+      if ('error' in answer) return failed('provider_unavailable', answer.error, { ...ids, organisationId });
+      result = await this.subscriptions.apply(manager, target, known, this.change(event, answer.subscription), true);
     }
+    const linkNote = await this.links.linkCustomer(manager, organisationId, customerId);
     return {
       ...ids,
       organisationId,
@@ -72,36 +66,6 @@ abstract class SubscriptionHandler implements EventHandler {
       subscriptionApplied: result.outcome === 'applied',
       reason: reasons(match.note, linkNote, result.outcome === 'stale' ? result.reason : undefined),
       linked: ids,
-    };
-  }
-
-  /**
-   * The common case, what `handle` does when the subscription is stored and not deleted, metadata names its
-   * organisation or none, its customer is that organisation's already, and the event comes after the last
-   * one applied (no tie): apply the change.
-   */
-  inOneStatement(event: ProviderEvent): OneStatement | undefined {
-    const sub = event.data.object;
-    const subscriptionId = idOf(sub.id);
-    const customerId = idOf(sub.customer);
-    if (!subscriptionId) return undefined;
-    if ('error' in resolveTier(sub, this.config) && this.kind !== 'deleted') return undefined;
-    const given = metadataOrganisation([sub.metadata?.organisation_id]);
-    if (given !== undefined && !UUID.test(given)) return undefined;
-    const change = this.change(event, sub);
-    return {
-      ctes: SUBSCRIPTION_CTES,
-      values: SUBSCRIPTION.values({
-        ...change,
-        tier: change.tier ?? null,
-        deleted: change.kind === 'deleted',
-        subscriptionId,
-        customerId: customerId ?? null,
-        given: given ?? null,
-      }),
-      changesLicense: true,
-      subscriptionId,
-      customerId,
     };
   }
 
@@ -117,38 +81,6 @@ abstract class SubscriptionHandler implements EventHandler {
     };
   }
 }
-
-const SUBSCRIPTION = namedParams(
-  'subscriptionId',
-  'customerId',
-  'given',
-  'kind',
-  'tier',
-  'status',
-  'periodStart',
-  'periodEnd',
-  'created',
-  'rank',
-  'deleted',
-);
-const P = SUBSCRIPTION.ref;
-const SUBSCRIPTION_CTES = `
-  applied AS (${subscriptionSql.applyInOrder(
-    `${P.subscriptionId}::text`,
-    `${P.kind}::text`,
-    {
-      tier: `${P.tier}::text`,
-      status: `${P.status}::text`,
-      periodStart: `${P.periodStart}::bigint`,
-      periodEnd: `${P.periodEnd}::bigint`,
-      created: `${P.created}::bigint`,
-      rank: `${P.rank}::smallint`,
-      deleted: `${P.deleted}::boolean`,
-    },
-    `EXISTS (SELECT 1 FROM fresh) AND (${P.given}::uuid IS NULL OR s.organisation_id = ${P.given}::uuid)
-     AND (${P.customerId}::text IS NULL OR ${accessSql.isCustomerOf('s.organisation_id', `${P.customerId}::text`)})`,
-  )}),
-  effect AS (SELECT organisation_id, 'processed' AS status, NULL::text AS reason FROM applied)`;
 
 /** Today the period lives on the subscription items; older API versions put it on the subscription. */
 function currentPeriod(sub: Record<string, any>): { periodStart: number | null; periodEnd: number | null } {

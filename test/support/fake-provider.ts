@@ -82,6 +82,16 @@ export interface FakeProvider {
   failPath(prefix: string, failure: Failure | undefined): void;
   /** Clears recorded requests, queued failures, the rate limit, stored sessions, subscriptions and idempotency keys. */
   reset(): void;
+
+  // --- held requests (the webhook's tests of a hung provider) ---
+  /**
+   * Requests whose path starts with `prefix` get no answer until `release()` (a provider that hangs, for as
+   * long as the test needs, with no client timeout involved). `held()`: how many wait now.
+   */
+  hold(prefix: string): void;
+  held(): number;
+  /** Stops holding; the held requests are then answered as usual. */
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -119,6 +129,9 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     recent.push(now);
     return false;
   };
+  // Held requests (see `hold`).
+  let holdPrefix: string | undefined;
+  let heldRequests: (() => void)[] = [];
 
   const addCheckoutSession = (overrides: Record<string, unknown> = {}) => {
     const session = {
@@ -254,6 +267,9 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       headers: req.headers,
     };
     requests.push(recorded);
+    if (holdPrefix !== undefined && recorded.path.startsWith(holdPrefix)) {
+      await new Promise<void>((resume) => heldRequests.push(resume));
+    }
     const failure = failures.shift() ?? [...pathFailures].find(([prefix]) => recorded.path.startsWith(prefix))?.[1];
     if (failure === 'reset') return void req.socket.destroy();
     if (failure === 'hang') return;
@@ -327,6 +343,14 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     },
     failNext: (count, failure) => failures.push(...Array<Failure>(count).fill(failure)),
     failPath: (prefix, failure) => void (failure ? pathFailures.set(prefix, failure) : pathFailures.delete(prefix)),
+    hold: (prefix) => void (holdPrefix = prefix),
+    held: () => heldRequests.length,
+    release: () => {
+      holdPrefix = undefined;
+      const resume = heldRequests;
+      heldRequests = [];
+      resume.forEach((go) => go());
+    },
     reset: () => {
       requests.length = 0;
       failures = [];

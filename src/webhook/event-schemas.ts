@@ -1,0 +1,78 @@
+import { z, ZodType } from 'zod';
+
+/**
+ * The JSON types of the fields the handlers read from an event's `data.object`, as the provider sends
+ * them (its API reference; both today's and older field locations). Types only: whether a field must be
+ * present, and what its value means, is each handler's rule. A signed event whose field has another
+ * type (`status: ["active"]`, `amount_paid: "100"`) is stored `failed` (`invalid_event`) and changes
+ * nothing: read as absent, it would apply something the provider never said (SPEC 6). Other fields are
+ * not looked at.
+ */
+
+/** An id, or the expanded object carrying it. */
+const id = z.union([z.string(), z.looseObject({ id: z.string() })], { error: 'expected an id: a string, or an object with a string id' });
+/** Unix seconds. */
+const seconds = z.int();
+/** The provider's metadata: string keys and string values. */
+const metadata = z.record(z.string(), z.string());
+const price = z.looseObject({ id: z.string().optional(), metadata: metadata.nullish(), lookup_key: z.string().nullish() });
+
+export const subscriptionSchema = z.looseObject({
+  id: z.string().optional(),
+  customer: id.nullish(),
+  status: z.string().optional(),
+  metadata: metadata.nullish(),
+  current_period_start: seconds.nullish(),
+  current_period_end: seconds.nullish(),
+  items: z
+    .looseObject({
+      data: z.array(
+        z.looseObject({
+          price: price.nullish(),
+          current_period_start: seconds.nullish(),
+          current_period_end: seconds.nullish(),
+        }),
+      ),
+    })
+    .nullish(),
+});
+
+const invoiceLine = z.looseObject({
+  price: id.nullish(),
+  plan: id.nullish(),
+  pricing: z.looseObject({ price_details: z.looseObject({ price: id.nullish() }).nullish() }).nullish(),
+  parent: z.looseObject({ subscription_item_details: z.looseObject({ subscription: id.nullish() }).nullish() }).nullish(),
+  subscription: id.nullish(),
+  period: z.looseObject({ start: seconds.nullish(), end: seconds.nullish() }).nullish(),
+});
+
+export const invoiceSchema = z.looseObject({
+  id: z.string().optional(),
+  customer: id.nullish(),
+  subscription: id.nullish(),
+  amount_paid: z.number().optional(),
+  currency: z.string().optional(),
+  hosted_invoice_url: z.string().nullish(),
+  created: seconds.nullish(),
+  period_start: seconds.nullish(),
+  period_end: seconds.nullish(),
+  status_transitions: z.looseObject({ paid_at: seconds.nullish() }).nullish(),
+  metadata: metadata.nullish(),
+  subscription_details: z.looseObject({ metadata: metadata.nullish() }).nullish(),
+  parent: z
+    .looseObject({ subscription_details: z.looseObject({ subscription: id.nullish(), metadata: metadata.nullish() }).nullish() })
+    .nullish(),
+  lines: z.looseObject({ data: z.array(invoiceLine) }).nullish(),
+});
+
+export const customerSchema = z.looseObject({ id: z.string().optional() });
+
+/** Why `object` does not fit `schema` (the first few fields, named by their path), or undefined. */
+export function wrongTypes(schema: ZodType, object: unknown): string | undefined {
+  const result = schema.safeParse(object);
+  if (result.success) return undefined;
+  return result.error.issues
+    .slice(0, 3)
+    .map((issue) => `data.object.${issue.path.join('.')}: ${issue.message}`)
+    .join('; ');
+}
