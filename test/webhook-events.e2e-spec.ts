@@ -215,6 +215,19 @@ describe('webhook events: effects', () => {
       expect(await billing(other)).toHaveLength(1);
     });
 
+    it("metadata naming the subscription's organisation in capitals is that organisation; another one is a conflict", async () => {
+      const org = await newOrg();
+      const sub = subscriptionObject({ organisationId: org });
+      await send(subscriptionEvent('created', sub)).expect(200);
+      const capitals = invoicePaidEvent(invoiceObject({ organisationId: org.toUpperCase(), customer: sub.customer, subscription: sub.id }));
+      expect((await send(capitals).expect(200)).body).toEqual({ id: capitals.id, status: 'processed', reason: null });
+      const other = await newOrg();
+      const elsewhere = invoicePaidEvent(invoiceObject({ organisationId: other, customer: sub.customer, subscription: sub.id }));
+      expect((await send(elsewhere).expect(200)).body).toMatchObject({ status: 'failed', reason: expect.stringMatching(/^organisation_conflict: /) });
+      expect(await billing(org)).toHaveLength(1);
+      expect(await billing(other)).toHaveLength(0);
+    });
+
     it('an invoice without amount_paid → 200, stored failed, nothing recorded', async () => {
       const org = await newOrg();
       const invoice = invoiceObject({ organisationId: org });
