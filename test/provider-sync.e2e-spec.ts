@@ -4,7 +4,7 @@ import { ProviderSync, SyncSummary } from '../src/webhook/provider-sync.service'
 import { ProviderSyncSchedule } from '../src/webhook/provider-sync.schedule';
 import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
 import { licenseOf } from './support/license-state';
-import { invoiceObject, providerEvent, subscriptionEvent, subscriptionObject } from './support/provider-events';
+import { invoiceObject, providerEvent, providerId, subscriptionEvent, subscriptionObject } from './support/provider-events';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
 import { waitFor } from './support/wait-for';
 import { deliver } from './support/webhook-signing';
@@ -18,7 +18,8 @@ describe('reconciliation with the provider', () => {
   let fake: FakeProvider;
   let t: TestApp;
   const logLines: string[] = [];
-  const env = () => ({ ...fakeProviderEnv(fake, 300), PAYPROVIDER_PRICE_PRO: PRICE_PRO, PAYPROVIDER_PRICE_TEAM: PRICE_TEAM });
+  // The shared provider budget (PAYPROVIDER_MAX_RPS) set above PROVIDER_SYNC_MAX_RPS: the run's own pace is what is tested.
+  const env = () => ({ ...fakeProviderEnv(fake, 300), PAYPROVIDER_MAX_RPS: '100', PAYPROVIDER_PRICE_PRO: PRICE_PRO, PAYPROVIDER_PRICE_TEAM: PRICE_TEAM });
 
   beforeAll(async () => {
     fake = await startFakeProvider({ prices: [PRICE_PRO, PRICE_TEAM] });
@@ -37,6 +38,17 @@ describe('reconciliation with the provider', () => {
     (await t.db.query(`SELECT count(*)::int AS n FROM billing_history WHERE organisation_id = $1`, [org]))[0].n;
   const ledgerSources = async (ids: string[]) =>
     (await t.db.query(`SELECT source FROM webhook_events WHERE id = ANY($1) ORDER BY source`, [ids])).map((r: { source: string }) => r.source);
+  /** `count` subscriptions we know (each of its own organisation) that the provider does not; their ids. */
+  async function knownSubscriptions(count: number): Promise<string[]> {
+    const ids = Array.from({ length: count }, () => providerId('sub'));
+    await t.db.query(
+      `WITH o AS (INSERT INTO organisations (name) SELECT 'Gone' FROM generate_series(1, $2) RETURNING id)
+       INSERT INTO provider_subscriptions (subscription_id, organisation_id, tier, status)
+       SELECT s, o.id, 'pro', 'active' FROM unnest($1::text[]) WITH ORDINALITY AS x(s, n) JOIN (SELECT id, row_number() OVER () AS n FROM o) o USING (n)`,
+      [ids, count],
+    );
+    return ids;
+  }
   /** A subscription of ours, and its events as the provider keeps them; the provider's current state too. */
   function subscriptionWithEvents(org: string, tierPrice = PRICE_PRO) {
     const sub = subscriptionObject({ organisationId: org, tierSource: 'none', price: tierPrice, periodStart: nowS() - 3600 });
@@ -120,15 +132,60 @@ describe('reconciliation with the provider', () => {
     const { sub } = subscriptionWithEvents(org);
     // The provider's subscription is on team now; its fetch fails (after the SDK's retries).
     fake.addSubscription({ ...subscriptionObject({ organisationId: org, tierSource: 'none', price: PRICE_TEAM }), id: sub.id, customer: sub.customer });
-    fake.failPath('/v1/subscriptions/', { status: 503 });
+    fake.failPath('/v1/subscriptions', { status: 503 });
     await expect(sync()).rejects.toThrow();
     expect(await billing(org)).toBe(1);
     expect((await licenseOf(t, org)).tier).toBe('pro');
 
-    fake.failPath('/v1/subscriptions/', undefined);
+    fake.failPath('/v1/subscriptions', undefined);
     const next = await sync();
     expect(next).toMatchObject({ events_applied: 0, subscriptions_corrected: 1 });
     expect((await licenseOf(t, org)).tier).toBe('team');
+  });
+
+  it('lists subscriptions in every status, canceled too, and fetches alone only the known ones the list lacks', async () => {
+    const org = (await createOrganisation(t)).id;
+    const { sub, created } = subscriptionWithEvents(org);
+    await deliver(t.app.getHttpServer(), created).expect(200);
+    // Canceled at the provider with the event lost: only a list with status=all shows it.
+    fake.addSubscription({ ...sub, status: 'canceled' });
+    const summary = await sync();
+    expect(summary.subscriptions_corrected).toBe(1);
+    expect((await licenseOf(t, org)).tier).toBe('free');
+    const lists = fake.requests.filter((r) => r.path === '/v1/subscriptions');
+    expect(lists.map((r) => r.query)).toEqual([{ status: 'all', limit: '100' }]);
+    expect(fake.requests.filter((r) => r.path === `/v1/subscriptions/${sub.id}`)).toEqual([]);
+  });
+
+  it('leaves what it cannot apply (no tier of ours, unknown to the provider) and still finishes', async () => {
+    const org = (await createOrganisation(t)).id;
+    const { sub, created } = subscriptionWithEvents(org);
+    await deliver(t.app.getHttpServer(), created).expect(200);
+    const gone = await knownSubscriptions(1);
+    fake.addSubscription({ ...subscriptionObject({ organisationId: org, tierSource: 'none', price: 'price_not_ours' }), id: sub.id, customer: sub.customer });
+    const summary = await sync();
+    expect(summary).toMatchObject({ subscriptions_corrected: 0 });
+    expect((await licenseOf(t, org)).tier).toBe('pro');
+    const lines = logLines.map((l) => JSON.parse(l));
+    expect(lines.find((l) => l.subscriptionId === sub.id && /no tier of ours/.test(l.msg))).toBeDefined();
+    expect(lines.find((l) => l.subscriptionId === gone[0] && /does not know this subscription/.test(l.msg))).toBeDefined();
+  });
+
+  it('keeps to PROVIDER_SYNC_MAX_RPS (20) in every second, counted at the provider', async () => {
+    // Known here, unknown to the provider: each is fetched alone, a small request the double answers at once.
+    await knownSubscriptions(60);
+    await sync();
+    expect(fake.requests.length).toBeGreaterThan(60);
+    expect(fake.busiestSecond()).toBeLessThanOrEqual(20);
+  });
+
+  it("waits out a 429's Retry-After before the SDK's retry", async () => {
+    fake.failNext(1, { status: 429, code: 'rate_limit', retryAfter: 2 });
+    await sync();
+    const [limited, retried] = fake.requests;
+    expect(limited.path).toBe(retried.path);
+    // The SDK alone would retry after 0.5–1 s.
+    expect(retried.at - limited.at).toBeGreaterThanOrEqual(1990);
   });
 
   it('refuses --since beyond the 30 days the provider keeps', async () => {

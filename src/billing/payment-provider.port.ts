@@ -89,8 +89,24 @@ export abstract class PaymentProvider {
   abstract retrieveSubscription(subscriptionId: string): Promise<Record<string, any>>;
 
   /**
-   * Every event of these types created at or after `createdGte` (Unix seconds) that the provider still
-   * keeps (30 days), all pages, in the provider's own shape.
+   * One page (`PROVIDER_PAGE_SIZE`, newest first, as the provider lists) of the events of these types created
+   * at or after `createdGte` (Unix seconds) that it still keeps (30 days), after the event `startingAfter`.
    */
-  abstract listEvents(types: readonly string[], createdGte: number): Promise<ProviderEvent[]>;
+  abstract listEvents(query: { types: readonly string[]; createdGte: number; startingAfter?: string }): Promise<ProviderPage<ProviderEvent>>;
+
+  /**
+   * One page of the account's subscriptions in every status, canceled ones too (the provider's list leaves
+   * those out unless asked), newest first, after the subscription `startingAfter`; in the shape of
+   * `retrieveSubscription`.
+   */
+  abstract listSubscriptions(query: { startingAfter?: string }): Promise<ProviderPage<Record<string, any>>>;
+}
+
+/** The provider's largest page: a list costs one request per this many objects. */
+export const PROVIDER_PAGE_SIZE = 100;
+
+/** A page of one of the provider's lists; `hasMore`: ask again after its last object. */
+export interface ProviderPage<T> {
+  data: T[];
+  hasMore: boolean;
 }

@@ -47,12 +47,43 @@ export interface SubscriptionChange {
   periodEnd: number | null;
 }
 
-/** What the reconciliation compares with the provider. */
+/**
+ * What the reconciliation compares with the provider. Seats and the pending change (SPEC 11) join here
+ * when they are stored: `drifted` compares every field, and the sync reads them in `providerState`.
+ */
 export interface DriftState {
   tier: string | null;
   status: string | null;
   periodStart: number | null;
   periodEnd: number | null;
+}
+
+/** What the provider says of a subscription now; an unresolved `tier` keeps the stored one. */
+export type ProviderState = Omit<DriftState, 'tier'> & { tier?: string };
+
+/** A stored subscription that is not deleted, with what the reconciliation compares. */
+export interface StoredSubscription {
+  id: string;
+  organisationId: string;
+  customerId: string | null;
+  state: DriftState;
+}
+
+/** The state a subscription should have when it drifted from what the provider says, else undefined. */
+export function drifted(stored: DriftState, now: ProviderState): DriftState | undefined {
+  const after: DriftState = { tier: now.tier ?? stored.tier, status: now.status, periodStart: now.periodStart, periodEnd: now.periodEnd };
+  return JSON.stringify(stored) === JSON.stringify(after) ? undefined : after;
+}
+
+const STORED_COLUMNS = 'subscription_id, organisation_id, customer_id, tier, status, current_period_start, current_period_end';
+
+function storedSubscription(row: Record<string, any>): StoredSubscription {
+  return {
+    id: row.subscription_id,
+    organisationId: row.organisation_id,
+    customerId: row.customer_id,
+    state: { tier: row.tier, status: row.status, periodStart: row.current_period_start, periodEnd: row.current_period_end },
+  };
 }
 
 export type ApplyResult =
@@ -141,13 +172,23 @@ export class ProviderSubscriptions {
     return { outcome: 'applied' };
   }
 
-  /** Every subscription not deleted, for the reconciliation to compare with the provider. */
-  async listNotDeleted(manager: EntityManager): Promise<{ id: string; organisationId: string; customerId: string | null }[]> {
+  /** A page of the subscriptions not deleted, by id after `afterId`: the reconciliation's known ones. */
+  async listNotDeleted(manager: EntityManager, afterId: string | undefined, limit: number): Promise<StoredSubscription[]> {
     const rows = await manager.query(
-      `SELECT subscription_id, organisation_id, customer_id FROM provider_subscriptions
-       WHERE deleted_event_created IS NULL ORDER BY subscription_id`,
+      `SELECT ${STORED_COLUMNS} FROM provider_subscriptions
+       WHERE deleted_event_created IS NULL AND ($1::text IS NULL OR subscription_id > $1) ORDER BY subscription_id LIMIT $2`,
+      [afterId ?? null, limit],
     );
-    return rows.map((r: Record<string, string>) => ({ id: r.subscription_id, organisationId: r.organisation_id, customerId: r.customer_id }));
+    return rows.map(storedSubscription);
+  }
+
+  /** Those of `ids` stored and not deleted, by id: what the reconciliation compares with a page of the provider's. */
+  async findNotDeleted(manager: EntityManager, ids: string[]): Promise<Map<string, StoredSubscription>> {
+    const rows = await manager.query(
+      `SELECT ${STORED_COLUMNS} FROM provider_subscriptions WHERE subscription_id = ANY($1) AND deleted_event_created IS NULL`,
+      [ids],
+    );
+    return new Map(rows.map((r: Record<string, any>) => [r.subscription_id, storedSubscription(r)]));
   }
 
   /**
@@ -159,7 +200,7 @@ export class ProviderSubscriptions {
   async correct(
     manager: EntityManager,
     subscriptionId: string,
-    now: { tier?: string; status: string | null; periodStart: number | null; periodEnd: number | null },
+    now: ProviderState,
     asOf: number,
   ): Promise<{ before: DriftState; after: DriftState } | undefined> {
     const [row] = await manager.query(
@@ -169,8 +210,8 @@ export class ProviderSubscriptions {
     );
     if (!row) return undefined;
     const before: DriftState = { tier: row.tier, status: row.status, periodStart: row.current_period_start, periodEnd: row.current_period_end };
-    const after: DriftState = { tier: now.tier ?? row.tier, status: now.status, periodStart: now.periodStart, periodEnd: now.periodEnd };
-    if (JSON.stringify(before) === JSON.stringify(after)) return undefined;
+    const after = drifted(before, now);
+    if (!after) return undefined;
     const pastDueSince = after.status !== 'past_due' ? null : before.status === 'past_due' ? (row.past_due_since ?? asOf) : asOf;
     await manager.query(
       `UPDATE provider_subscriptions SET tier = $2, status = $3, current_period_start = $4, current_period_end = $5,

@@ -8,9 +8,12 @@ import {
   PaymentProvider,
   PaymentProviderError,
   PaymentProviderErrorKind,
+  PROVIDER_PAGE_SIZE,
+  ProviderPage,
 } from './payment-provider.port';
 import { ProviderBudget, ProviderBudgetExhausted, ProviderPriority } from './provider-budget';
 import { ProviderEvent } from './provider-event';
+import { requestPace } from './request-pace';
 
 /**
  * Each operation's place in the shared request budget (provider-budget.ts): a person paying or managing a plan
@@ -50,6 +53,7 @@ export class StripePaymentProvider extends PaymentProvider {
       // Retries back off 0.5 s, 1 s: a stuck provider costs a user at most ~3 timeouts.
       maxNetworkRetries: 2,
       appInfo: { name: 'billing-licensing-service' },
+      httpClient: new PacedHttpClient(),
     });
   }
 
@@ -112,14 +116,22 @@ export class StripePaymentProvider extends PaymentProvider {
     });
   }
 
-  listEvents(types: readonly string[], createdGte: number): Promise<ProviderEvent[]> {
+  listEvents(query: { types: readonly string[]; createdGte: number; startingAfter?: string }): Promise<ProviderPage<ProviderEvent>> {
     return this.call('event.list', async () => {
-      const events: ProviderEvent[] = [];
-      // The SDK's auto-pagination follows has_more with starting_after; 100 is the largest page.
-      for await (const event of this.stripe.events.list({ types: [...types], created: { gte: createdGte }, limit: 100 })) {
-        events.push(event as unknown as ProviderEvent);
-      }
-      return events;
+      const page = await this.stripe.events.list({
+        types: [...query.types],
+        created: { gte: query.createdGte },
+        limit: PROVIDER_PAGE_SIZE,
+        starting_after: query.startingAfter,
+      });
+      return { data: page.data as unknown as ProviderEvent[], hasMore: page.has_more };
+    });
+  }
+
+  listSubscriptions(query: { startingAfter?: string }): Promise<ProviderPage<Record<string, any>>> {
+    return this.call('subscription.list', async () => {
+      const page = await this.stripe.subscriptions.list({ status: 'all', limit: PROVIDER_PAGE_SIZE, starting_after: query.startingAfter });
+      return { data: page.data as unknown as Record<string, any>[], hasMore: page.has_more };
     });
   }
 
@@ -131,7 +143,8 @@ export class StripePaymentProvider extends PaymentProvider {
     const started = process.hrtime.bigint();
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
     try {
-      await this.budget.take(PRIORITY[operation] ?? 'background');
+      // Whatever the operation, a call of the reconciliation (which runs under a RequestPace) can wait.
+      await this.budget.take(requestPace() ? 'background' : (PRIORITY[operation] ?? 'background'));
       const result = await fn();
       providerCalls.observe({ operation, outcome: 'ok' }, seconds());
       return result;
@@ -153,6 +166,32 @@ export class StripePaymentProvider extends PaymentProvider {
         });
       }
       throw mapped;
+    }
+  }
+}
+
+/**
+ * The SDK's own HTTP client, with every request paced when the caller runs under a RequestPace (the
+ * reconciliation: PROVIDER_SYNC_MAX_RPS). Here, below the SDK, its retries are paced too, and a 429's
+ * `Retry-After` holds them back: the SDK itself retries a 429 after 0.5–2 s whatever the header says.
+ */
+class PacedHttpClient extends Stripe.HttpClient {
+  private readonly http = Stripe.createNodeHttpClient();
+
+  override getClientName(): string {
+    return this.http.getClientName();
+  }
+
+  override async makeRequest(...request: Parameters<Stripe.HttpClient['makeRequest']>): Promise<Stripe.HttpClientResponse> {
+    const pace = requestPace();
+    if (!pace) return this.http.makeRequest(...request);
+    await pace.take();
+    try {
+      const response = await this.http.makeRequest(...request);
+      if (response.getStatusCode() === 429) pace.retryAfter(String(response.getHeaders()['retry-after'] ?? ''));
+      return response;
+    } finally {
+      pace.done();
     }
   }
 }

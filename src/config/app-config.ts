@@ -69,6 +69,8 @@ export class AppConfig {
   readonly metricsToken?: string;
   /** Run the provider reconciliation this often (one instance at a time); unset: only by CLI. */
   readonly providerSyncIntervalS?: number;
+  /** The most provider requests per second one reconciliation run makes (PROVIDER_SYNC_MAX_RPS). */
+  readonly providerSyncMaxRps: number;
   /** Where license and capacity changes are POSTed (NOTIFY_URLS, SPEC 10); empty: none are sent. */
   readonly notifyUrls: string[];
   /** NOTIFY_SECRET (`whsec_<base64>`), which signs them; set whenever notifyUrls is not empty. Never logged. */
@@ -126,6 +128,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     gracePeriodDays: dto.GRACE_PERIOD_DAYS,
     metricsToken: dto.METRICS_TOKEN,
     providerSyncIntervalS: dto.PROVIDER_SYNC_INTERVAL_S,
+    providerSyncMaxRps: dto.PROVIDER_SYNC_MAX_RPS,
     notifyUrls: dto.NOTIFY_URLS.map((url) => new URL(url).toString()),
     notifySecret: dto.NOTIFY_SECRET,
     authJwt: dto.AUTH_JWT_JWKS_URL

@@ -117,6 +117,9 @@ export class EnvDto {
   @Int(10, 86_400)
   PROVIDER_SYNC_INTERVAL_S?: number;
 
+  @Int(1, 100)
+  PROVIDER_SYNC_MAX_RPS: number = 20;
+
   // Plain http and loopback are accepted, like a JWKS URL. Not echoed: a URL may carry a token.
   @Rule('NOTIFY_URLS lists the same URL twice', (v: string[]) => !v.every(isHttpUrl) || new Set(v.map((u) => new URL(u).href)).size === v.length)
   @Rule((a) => `NOTIFY_URLS: entry ${(a.value as string[]).findIndex((u) => !isHttpUrl(u)) + 1} must be an absolute http(s) URL`, (v: string[]) => v.every(isHttpUrl))

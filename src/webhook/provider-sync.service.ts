@@ -1,15 +1,19 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { PaymentProvider, PaymentProviderError } from '../billing/payment-provider.port';
-import { EVENT_RANK, secondsOf } from '../billing/provider-event';
-import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
+import { PaymentProvider, PaymentProviderError, PROVIDER_PAGE_SIZE } from '../billing/payment-provider.port';
+import { secondsOf } from '../billing/provider-event';
+import { drifted, ProviderState, ProviderSubscriptions, StoredSubscription } from '../billing/provider-subscriptions.service';
+import { RequestPace, withRequestPace } from '../billing/request-pace';
+import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
 import { transaction } from '../database/transaction';
 import { NotificationsService } from '../notifications/notifications.service';
 import { providerSyncChanges } from '../ops/metrics';
 import { EventDispatcher } from './event-dispatcher';
 import { lockProviderIds } from './event-ledger';
+import { parseEvent } from './provider-event';
+import { SyncSpill } from './sync-spill';
 import { knownEventIds } from './webhook-ledger.repository';
 import { resolveTier } from './tier-resolution';
 
@@ -25,13 +29,19 @@ export const EVENT_RETENTION_DAYS = 30;
 
 /**
  * Reconciliation with the provider (SPEC 9), for what webhooks missed: an outage longer than the
- * provider's retries, an endpoint it disabled, a secret rotated wrongly, a bug fixed since.
- *  1. Every event of the handled types still kept by the provider that the ledger lacks goes through the
- *     same dispatcher as a webhook (ledger source `sync`), oldest first; the ledger's claim makes a webhook
- *     of the same event at the same moment one effect.
- *  2. Every subscription not deleted is fetched and corrected where it drifted (tier, status, period).
- * Running it again changes nothing. A subscription the provider does not know is logged and left; a
- * provider that cannot be reached (after the SDK's retries) stops the run with what was applied kept.
+ * provider's retries, an endpoint it disabled, a secret rotated wrongly, a bug fixed since. It costs pages,
+ * not subscriptions, and holds one page in memory, never the account:
+ *  1. Every page of the provider's events of the handled types (newest first) goes to the spill table, less
+ *     the ids the ledger has; then the spill is applied oldest first, a page at a time, through the same
+ *     dispatcher as a webhook (ledger source `sync`), whose claim makes a webhook of the same event at the
+ *     same moment one effect.
+ *  2. Every page of the provider's subscriptions (all statuses) is compared with the stored ones of its
+ *     page; those that drifted (tier, status, period) are corrected. A stored one the list did not show
+ *     is fetched alone.
+ * Every provider request of the run, however deep, keeps to PROVIDER_SYNC_MAX_RPS (RequestPace). Running
+ * it again changes nothing. What cannot be applied (a 404, no tier of ours, a conflict) is logged and left;
+ * a provider that cannot be reached (after the SDK's retries) stops the run with what was applied kept, and
+ * the next run, walking the lists again, does the rest.
  */
 @Injectable()
 export class ProviderSync {
@@ -44,62 +54,139 @@ export class ProviderSync {
     private readonly subscriptions: ProviderSubscriptions,
     private readonly config: AppConfig,
     private readonly notifications: NotificationsService,
+    private readonly spill: SyncSpill,
   ) {}
 
   async run(sinceDays = EVENT_RETENTION_DAYS): Promise<SyncSummary> {
-    const since = Math.floor(Date.now() / 1000) - sinceDays * 86_400;
-    const events = await this.provider.listEvents(this.dispatcher.handledTypes(), since);
-    events.sort((a, b) => a.created - b.created || (EVENT_RANK[a.type] ?? 9) - (EVENT_RANK[b.type] ?? 9));
-    const known = await knownEventIds(this.db.manager, events.map((e) => e.id));
-    let applied = 0;
-    for (const event of events.filter((e) => !known.has(e.id))) {
-      const result = await this.dispatcher.dispatch(event, JSON.stringify(event), 'sync');
-      if (result.status !== 'duplicate') applied++;
+    const runId = await this.spill.begin();
+    try {
+      return await withRequestPace(new RequestPace(this.config.providerSyncMaxRps), async () => {
+        const events = await this.pullEvents(runId, Math.floor(Date.now() / 1000) - sinceDays * 86_400);
+        const subscriptions = await this.checkSubscriptions(runId);
+        return { events_seen: events.seen, events_applied: events.applied, ...subscriptions };
+      });
+    } finally {
+      // A run that cannot clean up (the database is gone) leaves its rows to the next run's begin().
+      await this.spill.end(runId).catch((err: Error) => this.logger.warn({ msg: 'provider sync: spill not cleared', error: err.message }));
     }
-    providerSyncChanges.inc({ kind: 'event_applied' }, applied);
-
-    const subscriptions = await this.subscriptions.listNotDeleted(this.db.manager);
-    let corrected = 0;
-    for (const subscription of subscriptions) {
-      if (await this.correct(subscription)) corrected++;
-    }
-    providerSyncChanges.inc({ kind: 'subscription_corrected' }, corrected);
-    return { events_seen: events.length, events_applied: applied, subscriptions_checked: subscriptions.length, subscriptions_corrected: corrected };
   }
 
-  /** Fetches one subscription and corrects it where it drifted; true when it did. */
-  private async correct(subscription: { id: string; organisationId: string; customerId: string | null }): Promise<boolean> {
-    let current: Record<string, any>;
+  /** Walks every page of the provider's events into the spill, then applies them oldest first. */
+  private async pullEvents(runId: string, createdGte: number): Promise<{ seen: number; applied: number }> {
+    const types = this.dispatcher.handledTypes();
+    let seen = 0;
+    for (let startingAfter: string | undefined, more = true; more; ) {
+      const page = await this.provider.listEvents({ types, createdGte, startingAfter });
+      const known = await knownEventIds(this.db.manager, page.data.map((e) => e.id));
+      await this.spill.keepEvents(runId, page.data, -seen, (e) => !known.has(e.id));
+      seen += page.data.length;
+      startingAfter = page.data.at(-1)?.id;
+      more = page.hasMore && startingAfter !== undefined;
+    }
+    let applied = 0;
+    for (let batch = await this.spill.nextEvents(runId, undefined, PROVIDER_PAGE_SIZE); batch.length; ) {
+      for (const { payload } of batch) if (await this.applyEvent(payload)) applied++;
+      batch = await this.spill.nextEvents(runId, batch.at(-1), PROVIDER_PAGE_SIZE);
+    }
+    providerSyncChanges.inc({ kind: 'event_applied' }, applied);
+    return { seen, applied };
+  }
+
+  /** One event through the webhook's dispatcher; true unless the ledger had it meanwhile. */
+  private async applyEvent(payload: string): Promise<boolean> {
     try {
-      current = await this.provider.retrieveSubscription(subscription.id);
+      return (await this.dispatcher.dispatch(parseEvent(payload), payload, 'sync')).status !== 'duplicate';
     } catch (err) {
-      if (!(err instanceof PaymentProviderError && err.kind === 'not_found')) throw err;
-      this.logger.warn({ msg: 'the provider does not know this subscription; left as it is', subscriptionId: subscription.id });
+      if (!cannotBeApplied(err)) throw err;
+      const eventId = /"id":"([^"]*)"/.exec(payload)?.[1];
+      this.logger.warn({ msg: 'a provider event could not be applied; left as it is', eventId, error: (err as Error).message });
       return false;
     }
-    const tier = resolveTier(current, this.config);
-    if ('error' in tier && current.status !== 'canceled') {
-      this.logger.warn({ msg: 'the provider\'s subscription has no tier of ours; left as it is', subscriptionId: subscription.id, reason: tier.error });
-      return false;
-    }
-    const item = Array.isArray(current.items?.data) ? current.items.data[0] : undefined;
-    const now = {
-      tier: 'tier' in tier ? tier.tier : undefined,
-      status: typeof current.status === 'string' ? current.status : null,
-      periodStart: secondsOf(item?.current_period_start) ?? secondsOf(current.current_period_start) ?? null,
-      periodEnd: secondsOf(item?.current_period_end) ?? secondsOf(current.current_period_end) ?? null,
+  }
+
+  /** Compares every page of the provider's subscriptions with the stored ones, then fetches the unseen alone. */
+  private async checkSubscriptions(runId: string): Promise<Pick<SyncSummary, 'subscriptions_checked' | 'subscriptions_corrected'>> {
+    let checked = 0;
+    let corrected = 0;
+    const check = async (stored: StoredSubscription, current: Record<string, any> | undefined) => {
+      checked++;
+      if (current && (await this.correct(stored, current))) corrected++;
     };
+    for (let startingAfter: string | undefined, more = true; more; ) {
+      const page = await this.provider.listSubscriptions({ startingAfter });
+      const ids = page.data.map((s) => String(s.id));
+      await this.spill.seeSubscriptions(runId, ids);
+      const stored = await this.subscriptions.findNotDeleted(this.db.manager, ids);
+      for (const current of page.data) {
+        const mine = stored.get(current.id);
+        if (mine) await check(mine, current);
+      }
+      startingAfter = ids.at(-1);
+      more = page.hasMore && startingAfter !== undefined;
+    }
+    for (let batch = await this.subscriptions.listNotDeleted(this.db.manager, undefined, PROVIDER_PAGE_SIZE); batch.length; ) {
+      const unseen = await this.spill.unseenSubscriptions(runId, batch.map((s) => s.id));
+      for (const stored of batch.filter((s) => unseen.has(s.id))) await check(stored, await this.fetchAlone(stored.id));
+      batch = await this.subscriptions.listNotDeleted(this.db.manager, batch.at(-1)!.id, PROVIDER_PAGE_SIZE);
+    }
+    providerSyncChanges.inc({ kind: 'subscription_corrected' }, corrected);
+    return { subscriptions_checked: checked, subscriptions_corrected: corrected };
+  }
+
+  /** A stored subscription the provider's list did not show; undefined (logged) when the provider does not know it. */
+  private async fetchAlone(subscriptionId: string): Promise<Record<string, any> | undefined> {
+    try {
+      return await this.provider.retrieveSubscription(subscriptionId);
+    } catch (err) {
+      if (!cannotBeApplied(err)) throw err;
+      this.logger.warn({ msg: 'the provider does not know this subscription; left as it is', subscriptionId });
+      return undefined;
+    }
+  }
+
+  /** Corrects a stored subscription where it drifted from the provider's; true when it did. */
+  private async correct(stored: StoredSubscription, current: Record<string, any>): Promise<boolean> {
+    const now = providerState(current, this.config);
+    if ('error' in now) {
+      this.logger.warn({ msg: "the provider's subscription has no tier of ours; left as it is", subscriptionId: stored.id, reason: now.error });
+      return false;
+    }
+    // Most pages hold no drift: compared here without a transaction, then again under the lock.
+    if (!drifted(stored.state, now)) return false;
     // Under the subscription's advisory lock, like its webhook events: a delivery of one cannot interleave.
     const change = await transaction(this.db, async (manager) => {
-      await lockProviderIds(manager, [subscription.customerId ?? undefined, subscription.id]);
-      const corrected = await this.subscriptions.correct(manager, subscription.id, now, Math.floor(Date.now() / 1000));
+      await lockProviderIds(manager, [stored.customerId ?? undefined, stored.id]);
+      const corrected = await this.subscriptions.correct(manager, stored.id, now, Math.floor(Date.now() / 1000));
       // Notified like any change, in the transaction of the correction.
-      if (corrected) await this.notifications.licenseMayHaveChanged(manager, subscription.organisationId);
+      if (corrected) await this.notifications.licenseMayHaveChanged(manager, stored.organisationId);
       return corrected;
     });
     if (!change) return false;
-    this.logger.warn({ msg: 'subscription corrected to what the provider says', subscriptionId: subscription.id, organisationId: subscription.organisationId, ...change });
+    this.logger.warn({ msg: 'subscription corrected to what the provider says', subscriptionId: stored.id, organisationId: stored.organisationId, ...change });
     return true;
   }
 }
 
+/**
+ * What the provider's subscription object says of what the reconciliation compares (seats and the pending
+ * change, SPEC 11, are read here when they are stored). A canceled one needs no tier of ours.
+ */
+function providerState(current: Record<string, any>, config: AppConfig): ProviderState | { error: string } {
+  const tier = resolveTier(current, config);
+  if ('error' in tier && current.status !== 'canceled') return { error: tier.error };
+  const item = Array.isArray(current.items?.data) ? current.items.data[0] : undefined;
+  return {
+    tier: 'tier' in tier ? tier.tier : undefined,
+    status: typeof current.status === 'string' ? current.status : null,
+    periodStart: secondsOf(item?.current_period_start) ?? secondsOf(current.current_period_start) ?? null,
+    periodEnd: secondsOf(item?.current_period_end) ?? secondsOf(current.current_period_end) ?? null,
+  };
+}
+
+/**
+ * The provider does not know it or refuses it, or the event is not one: one object's problem, not the run's.
+ * A provider that is down or out of budget (`unavailable`, `rate_limited`) is the run's.
+ */
+function cannotBeApplied(err: unknown): boolean {
+  return (err instanceof PaymentProviderError && (err.kind === 'not_found' || err.kind === 'rejected')) || err instanceof AppException;
+}

@@ -9,6 +9,7 @@ import { InvoicePaidHandler, InvoicePaymentSucceededHandler } from './paid-invoi
 import { OrganisationLinks } from './organisation-links';
 import { ProviderSync } from './provider-sync.service';
 import { ProviderSyncSchedule } from './provider-sync.schedule';
+import { SyncSpill } from './sync-spill';
 import { SubscriptionCreatedHandler, SubscriptionDeletedHandler, SubscriptionUpdatedHandler } from './subscription.handlers';
 import { WebhookController } from './webhook.controller';
 import { WebhookSignatureGuard } from './webhook-signature.guard';
@@ -33,6 +34,7 @@ import { WebhookSignatureGuard } from './webhook-signature.guard';
     CustomerDeletedHandler,
     ProviderSync,
     ProviderSyncSchedule,
+    SyncSpill,
   ],
   exports: [EventDispatcher, ProviderSync],
 })

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import providerApi from './provider-api.json';
 import providerFixtures from './provider-fixtures.json';
 
@@ -13,8 +14,14 @@ import providerFixtures from './provider-fixtures.json';
  *   POST /v1/checkout/sessions/:id/expire → the session, now `expired` (only an `open` one, else 400)
  *   POST /v1/billing_portal/sessions    → a portal session for `customer` (url `${url}/portal/:id`)
  *   GET  /v1/subscriptions/:id          → a stored subscription (see `addSubscription`), else 404
- *   GET  /v1/events                     → stored events (see `addEvent`), newest first, `types[]`, `created[gte]`,
- *                                         pages of `limit` (1–100, default 10) after `starting_after`
+ *   GET  /v1/subscriptions              → stored subscriptions, `status` (`all`, `ended`, one status; none: all but
+ *                                         canceled ones, as the provider), `customer`
+ *   GET  /v1/events                     → stored events (see `addEvent`), `types[]`, `type`, `created[gte|gt|lte|lt]`
+ *
+ * Lists as the provider's: `{ object: 'list', data, has_more, url }`, newest first (by `created`, then the
+ * later stored first), pages of `limit` (1–100, default 10) after `starting_after` or before
+ * `ending_before` (one of them; an id not in the list → 400 resource_missing). A parameter the provider
+ * accepts but this double does not implement → 400 saying so, rather than an answer that ignores it.
  *
  * Like the provider: every parameter is checked against the published API description kept in
  * provider-api.json (an unknown one → 400 parameter_unknown; a wrong type, a too-long string, a value
@@ -33,8 +40,9 @@ import providerFixtures from './provider-fixtures.json';
  *   fake.failNext(3, { status: 503 });   // or 'reset' | 'hang' | { status: 400, code: 'resource_missing' }
  *   expect(fake.requests).toEqual([...]); fake.reset(); await fake.close();
  *
- * Every request is recorded (also failed ones) with its form body parsed into nested objects/arrays
- * (`line_items[0][price]` → `{ line_items: [{ price }] }`); values stay strings, as sent.
+ * Every request is recorded (also failed ones) with its arrival time and its form body parsed into nested
+ * objects/arrays (`line_items[0][price]` → `{ line_items: [{ price }] }`); values stay strings, as sent.
+ * `busiestSecond()` counts them as the provider's rate limiter would.
  */
 
 export interface RecordedRequest {
@@ -44,10 +52,13 @@ export interface RecordedRequest {
   query: Record<string, unknown>;
   body: Record<string, unknown>;
   headers: IncomingHttpHeaders;
+  /** Arrival, in milliseconds (performance.now()). */
+  at: number;
 }
 
 export type Failure =
-  | { status: number; type?: string; code?: string; message?: string; param?: string }
+  /** `retryAfter`: the seconds of a `Retry-After` header, as the provider sends with a 429. */
+  | { status: number; type?: string; code?: string; message?: string; param?: string; retryAfter?: number }
   /** Destroys the socket without answering (ECONNRESET for the client). */
   | 'reset'
   /** Never answers (the client's timeout fires). */
@@ -80,6 +91,8 @@ export interface FakeProvider {
   failNext(count: number, failure: Failure): void;
   /** Every request whose path starts with `prefix` fails as described (undefined: no more), until reset. */
   failPath(prefix: string, failure: Failure | undefined): void;
+  /** The most requests that arrived within any one second (a sliding window), of those recorded. */
+  busiestSecond(): number;
   /** Clears recorded requests, queued failures, the rate limit, stored sessions, subscriptions and idempotency keys. */
   reset(): void;
 
@@ -147,6 +160,15 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     return session;
   };
 
+  // A list's objects in the provider's order, kept while nothing is stored: a walk of 200 pages sorts once.
+  const listings = new Map<string, Record<string, any>[]>();
+  const listing = (req: RecordedRequest, objects: () => Record<string, any>[]) => {
+    const { limit: _l, starting_after: _s, ending_before: _e, ...filters } = req.query;
+    const key = `${req.path} ${JSON.stringify(filters)} ${events.length} ${subscriptions.size}`;
+    if (!listings.has(key)) listings.set(key, newestFirst(objects()));
+    return listings.get(key)!;
+  };
+
   const route = (req: RecordedRequest): [number, unknown] => {
     const auth = req.headers.authorization;
     if (!auth || !/^Bearer sk_\S+$/.test(auth)) {
@@ -168,26 +190,25 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       if (found) return [200, found];
       return [404, missing('subscription', decodeURIComponent(subscription[1]), 'id')];
     }
-    if (req.method === 'GET' && req.path === '/v1/events') {
-      const invalid = validate('GET /v1/events', req.query);
+    if (req.method === 'GET' && req.path === '/v1/subscriptions') {
+      const invalid = validate('GET /v1/subscriptions', req.query) ?? unsupported(req.query, ['status', 'customer', ...LIST_PARAMS]);
       if (invalid) return invalid;
-      const q = req.query as { types?: string[]; created?: { gte?: string }; limit?: string; starting_after?: string };
-      const limit = q.limit === undefined ? 10 : Number(q.limit);
-      if (limit < 1 || limit > 100) {
-        return [400, stripeError({ type: 'invalid_request_error', param: 'limit', message: 'Invalid limit: must be between 1 and 100' })];
-      }
-      const listed = events
-        .filter((e) => !q.types || q.types.includes(e.type))
-        .filter((e) => q.created?.gte === undefined || e.created >= Number(q.created.gte))
-        .sort((a, b) => b.created - a.created || events.indexOf(b) - events.indexOf(a));
-      let from = 0;
-      if (q.starting_after !== undefined) {
-        const at = listed.findIndex((e) => e.id === q.starting_after);
-        if (at < 0) return [400, missing('event', q.starting_after, 'starting_after')];
-        from = at + 1;
-      }
-      const data = listed.slice(from, from + limit);
-      return [200, { object: 'list', data, has_more: from + limit < listed.length, url: '/v1/events' }];
+      const q = req.query as { status?: string; customer?: string };
+      const shown = (s: Record<string, any>) =>
+        q.status === 'all' ||
+        (q.status === undefined ? s.status !== 'canceled' : q.status === 'ended' ? ['canceled', 'incomplete_expired'].includes(s.status) : s.status === q.status);
+      const listed = listing(req, () => [...subscriptions.values()].filter((s) => shown(s) && (q.customer === undefined || s.customer === q.customer)));
+      return listPage(listed, req, 'subscription');
+    }
+    if (req.method === 'GET' && req.path === '/v1/events') {
+      const invalid = validate('GET /v1/events', req.query) ?? unsupported(req.query, ['types', 'type', 'created', ...LIST_PARAMS]);
+      if (invalid) return invalid;
+      const q = req.query as { types?: string[]; type?: string; created?: Partial<Record<'gt' | 'gte' | 'lt' | 'lte', string>> };
+      const c = q.created ?? {};
+      const inRange = (t: number) =>
+        !((c.gt && t <= Number(c.gt)) || (c.gte && t < Number(c.gte)) || (c.lt && t >= Number(c.lt)) || (c.lte && t > Number(c.lte)));
+      const listed = listing(req, () => events.filter((e) => (!q.types || q.types.includes(e.type)) && (!q.type || e.type === q.type) && inRange(e.created)));
+      return listPage(listed, req, 'event');
     }
     if (req.method === 'POST' && req.path === '/v1/checkout/sessions') {
       const invalid = validate('POST /v1/checkout/sessions', req.body);
@@ -260,6 +281,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     const raw = await readBody(req);
     const target = new URL(req.url ?? '/', 'http://fake');
     const recorded: RecordedRequest = {
+      at: performance.now(),
       method: req.method ?? 'GET',
       path: target.pathname,
       query: parseForm(target.searchParams),
@@ -289,6 +311,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       });
     } else if (failure) {
       status = failure.status;
+      if (failure.retryAfter !== undefined) headers['Retry-After'] = String(failure.retryAfter);
       body = stripeError({ ...failure, type: failure.type ?? typeFor(failure.status), message: failure.message ?? 'Injected failure' });
     } else if (replay && replay.fingerprint !== fingerprint) {
       status = 400;
@@ -324,10 +347,14 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     addSubscription: (overrides) => {
       const subscription: Record<string, any> = { ...fixture('subscription'), livemode: false, metadata: {}, ...overrides };
       subscriptions.set(subscription.id, subscription);
+      listings.clear();
       return subscription;
     },
     events,
-    addEvent: (event) => void events.push(event),
+    addEvent: (event) => {
+      events.push(event);
+      listings.clear();
+    },
     addCustomer: (id = newId('cus_')) => {
       customers.add(id);
       return id;
@@ -351,6 +378,14 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       heldRequests = [];
       resume.forEach((go) => go());
     },
+    busiestSecond: () => {
+      let busiest = 0;
+      for (let first = 0, last = 0; last < requests.length; last++) {
+        while (requests[last].at - requests[first].at >= 1000) first++;
+        busiest = Math.max(busiest, last - first + 1);
+      }
+      return busiest;
+    },
     reset: () => {
       requests.length = 0;
       failures = [];
@@ -361,6 +396,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       subscriptions.clear();
       idempotent.clear();
       events.length = 0;
+      listings.clear();
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -368,6 +404,40 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
         server.close(() => resolve());
       }),
   };
+}
+
+const LIST_PARAMS = ['limit', 'starting_after', 'ending_before', 'expand'];
+
+/** A parameter the provider accepts that this double does not implement: refused, never silently ignored. */
+function unsupported(params: Record<string, unknown>, implemented: string[]): [number, unknown] | undefined {
+  const name = Object.keys(params).find((p) => !implemented.includes(p));
+  return name === undefined ? undefined : [400, stripeError({ type: 'invalid_request_error', param: name, message: `The test double does not implement ${name}` })];
+}
+
+/** The provider's list order: newest first, by `created`, then the later stored first. */
+function newestFirst(objects: Record<string, any>[]): Record<string, any>[] {
+  return objects
+    .map((o, i) => ({ o, i }))
+    .sort((a, b) => b.o.created - a.o.created || b.i - a.i)
+    .map(({ o }) => o);
+}
+
+/** One page of a list (in the provider's order), as the provider answers it: `limit` objects after `starting_after` or before `ending_before`. */
+function listPage(listed: Record<string, any>[], req: RecordedRequest, resource: string): [number, unknown] {
+  const q = req.query as { limit?: string; starting_after?: string; ending_before?: string };
+  const limit = q.limit === undefined ? 10 : Number(q.limit);
+  if (limit < 1 || limit > 100) {
+    return [400, stripeError({ type: 'invalid_request_error', param: 'limit', message: 'Invalid limit: must be between 1 and 100' })];
+  }
+  if (q.starting_after !== undefined && q.ending_before !== undefined) {
+    return [400, stripeError({ type: 'invalid_request_error', message: 'You may only specify one of these parameters: ending_before, starting_after.' })];
+  }
+  const cursor = q.starting_after ?? q.ending_before;
+  const at = cursor === undefined ? -1 : listed.findIndex((o) => o.id === cursor);
+  if (cursor !== undefined && at < 0) return [400, missing(resource, cursor, q.starting_after !== undefined ? 'starting_after' : 'ending_before')];
+  const [from, to] = q.ending_before !== undefined ? [Math.max(0, at - limit), at] : [at + 1, at + 1 + limit];
+  const hasMore = q.ending_before !== undefined ? from > 0 : to < listed.length;
+  return [200, { object: 'list', data: listed.slice(from, to), has_more: hasMore, url: req.path }];
 }
 
 /** Checks form parameters against the operation's schema; answers the provider's 400 for the first offence. */

@@ -35,10 +35,10 @@ export async function cli(args: string[], env: Env, opts: { app?: INestApplicati
   return { code, stdout, stderr, json: parse(stdout) };
 }
 
-/** Runs the built operator CLI (`npm test` builds first) as a separate process. */
-export function runCli(args: string[], env: Env, opts: { cwd?: string } = {}): Promise<CliResult> {
+/** Runs the built operator CLI (`npm test` builds first) as a separate process; `nodeArgs` go to node. */
+export function runCli(args: string[], env: Env, opts: { cwd?: string; nodeArgs?: string[] } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'cli', 'main.js'), ...args], {
+    const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), join(ROOT, 'dist', 'src', 'cli', 'main.js'), ...args], {
       cwd: opts.cwd ?? ROOT,
       env: { PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env },
     });

@@ -1,6 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { providerCalls } from '../../ops/metrics';
-import { CheckoutSessionInfo, CreateCheckoutInput, PaymentProvider, PaymentProviderError } from '../payment-provider.port';
+import {
+  CheckoutSessionInfo,
+  CreateCheckoutInput,
+  PaymentProvider,
+  PaymentProviderError,
+  PROVIDER_PAGE_SIZE,
+  ProviderPage,
+} from '../payment-provider.port';
 import { ProviderEvent } from '../provider-event';
 import { nowSeconds } from './provider-events';
 import { SandboxStore } from './sandbox.store';
@@ -86,8 +93,14 @@ export class SandboxPaymentProvider extends PaymentProvider {
     });
   }
 
-  listEvents(types: readonly string[], createdGte: number): Promise<ProviderEvent[]> {
-    return this.call('events.list', () => this.store.listEvents(types, createdGte));
+  listEvents(query: { types: readonly string[]; createdGte: number; startingAfter?: string }): Promise<ProviderPage<ProviderEvent>> {
+    return this.call('events.list', async () =>
+      page(await this.store.listEvents(query.types, query.createdGte, query.startingAfter, PROVIDER_PAGE_SIZE + 1)),
+    );
+  }
+
+  listSubscriptions(query: { startingAfter?: string }): Promise<ProviderPage<Record<string, any>>> {
+    return this.call('subscriptions.list', async () => page(await this.store.listSubscriptions(query.startingAfter, PROVIDER_PAGE_SIZE + 1)));
   }
 
   /** Times the call like the real adapter does; a database failure here is the provider being unavailable. */
@@ -104,4 +117,9 @@ export class SandboxPaymentProvider extends PaymentProvider {
       providerCalls.observe({ operation, outcome }, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
+}
+
+/** A page from one row more than a page: the extra row only says that there are more. */
+function page<T>(rows: T[]): ProviderPage<T> {
+  return { data: rows.slice(0, PROVIDER_PAGE_SIZE), hasMore: rows.length > PROVIDER_PAGE_SIZE };
 }

@@ -120,17 +120,29 @@ export class SandboxRepository {
     await m.getRepository(SandboxEvent).insert({ id: event.id, sourceId, type: event.type, payload: event });
   }
 
-  /** The event log, as the provider's `GET /v1/events` lists it (delivered or not). */
-  async listEvents(types: readonly string[], createdGte: number): Promise<ProviderEvent[]> {
-    const events = await this.db
+  /**
+   * A page of the event log as the provider's `GET /v1/events` lists it (delivered or not): newest first,
+   * after the event `startingAfter`.
+   */
+  async listEvents(types: readonly string[], createdGte: number, startingAfter: string | undefined, limit: number): Promise<ProviderEvent[]> {
+    const query = this.db
       .getRepository(SandboxEvent)
       .createQueryBuilder('e')
       .select(['e.seq', 'e.payload'])
       .where({ type: In([...types]) })
-      .andWhere(`(e.payload ->> 'created')::bigint >= :createdGte`, { createdGte })
-      .orderBy('e.seq')
-      .getMany();
+      .andWhere(`(e.payload ->> 'created')::bigint >= :createdGte`, { createdGte });
+    if (startingAfter !== undefined) query.andWhere(`e.seq < (SELECT seq FROM sandbox_events WHERE id = :startingAfter)`, { startingAfter });
+    const events = await query.orderBy('e.seq', 'DESC').limit(limit).getMany();
     return events.map((e) => e.payload as ProviderEvent);
+  }
+
+  /** A page of every subscription, canceled ones too, newest first, after the subscription `startingAfter`. */
+  listSubscriptions(startingAfter: string | undefined, limit: number): Promise<SandboxSubscription[]> {
+    const query = this.db.getRepository(SandboxSubscription).createQueryBuilder('s');
+    if (startingAfter !== undefined) {
+      query.where(`(s.created, s.id) < (SELECT created, id FROM sandbox_subscriptions WHERE id = :startingAfter)`, { startingAfter });
+    }
+    return query.orderBy('s.created', 'DESC').addOrderBy('s.id', 'DESC').limit(limit).getMany();
   }
 
   /** The session's events not yet delivered, in the order they happened. */

@@ -174,9 +174,14 @@ export class SandboxStore {
     return row ? subscriptionObject(toState(row)) : undefined;
   }
 
-  /** The sandbox's own event log, as the provider's `GET /v1/events` would list it (delivered or not). */
-  listEvents(types: readonly string[], createdGte: number): Promise<ProviderEvent[]> {
-    return this.sandbox.listEvents(types, createdGte);
+  /** A page of the sandbox's own event log as the provider's `GET /v1/events` lists it (delivered or not). */
+  listEvents(types: readonly string[], createdGte: number, startingAfter: string | undefined, limit: number): Promise<ProviderEvent[]> {
+    return this.sandbox.listEvents(types, createdGte, startingAfter, limit);
+  }
+
+  /** A page of every subscription as the provider's `GET /v1/subscriptions?status=all` lists them. */
+  async listSubscriptions(startingAfter: string | undefined, limit: number): Promise<Record<string, any>[]> {
+    return (await this.sandbox.listSubscriptions(startingAfter, limit)).map((row) => subscriptionObject(toState(row)));
   }
 
   async findInvoice(id: string): Promise<SandboxInvoice | undefined> {
