@@ -29,10 +29,12 @@ interface Applied {
 
 /**
  * Runs each event in one transaction: lock the event's customer and subscription ids and read its ledger
- * row, pick the handler for its type (registered with @HandlesEvent), write the ledger row with the
- * outcome (once), and apply the unmatched events that this event's links made matchable. A redelivery of an event that had no effect
- * yet (unmatched, failed) applies the payload stored first, whatever body came with it. Metrics and logs
- * are written only after the commit, so they never count what was not stored.
+ * row, pick the handler for its type (registered with @HandlesEvent), check the types of the fields it
+ * reads, write the ledger row with the outcome (once), and apply the unmatched events that this event's
+ * links made matchable. A redelivery of an event that had no effect yet (unmatched, failed) applies the
+ * payload stored first, whatever body came with it. The provider is never asked inside the transaction
+ * (`withProviderAnswers`). Metrics and logs are written only after the commit, so they never count what
+ * was not stored.
  */
 @Injectable()
 export class EventDispatcher implements OnModuleInit {
