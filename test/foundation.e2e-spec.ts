@@ -62,6 +62,7 @@ describe('foundation: errors, request ids, sessions', () => {
       expect(viaHeader.body).toEqual({
         user: { id: user.id, email: user.email, external_id: null },
         organisations: [{ id: org.id, name: org.name, external_id: null, role: 'admin', tier: 'free' }],
+        has_more: false,
       });
       await t.http().get('/api/me').set('Cookie', `theme=dark; session=${encodeURIComponent(user.token)}`).expect(200);
     });

@@ -295,6 +295,7 @@ describe('provisioning API and the caller\'s own view', () => {
           { id: free.id, name: 'Free Co', external_id: free.external_id, role: 'owner', tier: 'free' },
           { id: paid.id, name: 'Org', external_id: null, role: 'member', tier: 'team' },
         ],
+        has_more: false,
       });
       await t.http().get('/api/me').expect(401);
     });

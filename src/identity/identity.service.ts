@@ -3,9 +3,11 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppException, notAMember, roleRequired } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
-import { preparedQuery } from '../database/prepared';
+import { AppConfig } from '../config/app-config';
+import { namedParams, preparedQuery } from '../database/prepared';
 import { transaction } from '../database/transaction';
 import { MembershipRecord, OrganisationRecord, UserRecord } from './admin.dto';
+import { licenseStateSql, licenseStateValues } from '../licensing/licensing.repository';
 import { accessSql } from './access.sql';
 import { MemberLimitPolicy } from './member-limit.port';
 import { Role } from './membership.entity';
@@ -38,6 +40,45 @@ export interface OrganisationRow {
 const ORGANISATION_COLUMNS = 'id, name, external_id';
 const USER_COLUMNS = 'id, email, external_id';
 
+/** An organisation of GET /api/me: the record, the caller's role, and its license tier. */
+export type ProfileOrganisation = OrganisationRecord & { role: Role; tier: string };
+export interface ProfilePage {
+  user: UserRecord;
+  organisations: ProfileOrganisation[];
+  has_more: boolean;
+}
+
+/**
+ * GET /api/me's statement: the user, whether the cursor is one of their memberships, and the page (one row
+ * more than asked, for has_more), each organisation with its tier from licensing's license state, computed
+ * per organisation of the page inside this statement. Keyset on (membership created_at, organisation id):
+ * stable while memberships are added.
+ */
+const PROFILE = namedParams('user', 'after', 'limit', 'tiers', 'graceS');
+const PROFILE_SQL = `
+  WITH cursor AS (
+    SELECT created_at, organisation_id FROM memberships WHERE user_id = ${PROFILE.ref.user}::uuid AND organisation_id = ${PROFILE.ref.after}::uuid
+  ),
+  page AS (
+    SELECT m.organisation_id, m.role, m.created_at FROM memberships m
+    WHERE m.user_id = ${PROFILE.ref.user}::uuid
+      AND (${PROFILE.ref.after}::uuid IS NULL OR (m.created_at, m.organisation_id) > (SELECT created_at, organisation_id FROM cursor))
+    ORDER BY m.created_at, m.organisation_id
+    LIMIT ${PROFILE.ref.limit}::int + 1
+  )
+  SELECT (SELECT row_to_json(u) FROM (SELECT ${USER_COLUMNS} FROM users WHERE id = ${PROFILE.ref.user}::uuid) u) AS "user",
+         ${PROFILE.ref.after}::uuid IS NULL OR EXISTS (SELECT 1 FROM cursor) AS "cursorFound",
+         COALESCE((
+           SELECT json_agg(json_build_object('id', o.id, 'name', o.name, 'external_id', o.external_id, 'role', p.role, 'tier', t.tier)
+                           ORDER BY p.created_at, p.organisation_id)
+           FROM page p
+           JOIN organisations o ON o.id = p.organisation_id
+           CROSS JOIN LATERAL (
+             WITH ${licenseStateSql({ organisation: 'o.id', tiers: PROFILE.ref.tiers, graceS: PROFILE.ref.graceS })}
+             SELECT tier FROM state
+           ) t
+         ), '[]') AS organisations`;
+
 const emailTaken = (email: string) =>
   new AppException('email_taken', `A user with email ${email.toLowerCase()} already exists.`);
 
@@ -55,6 +96,7 @@ export class IdentityService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly memberLimits: MemberLimitPolicy,
+    private readonly config: AppConfig,
   ) {}
 
   /** The operator CLI's create (`org:create`): always a new organisation. */
@@ -179,18 +221,23 @@ export class IdentityService {
     return rows;
   }
 
-  /** The user and the organisations they belong to, with their role, oldest membership first. */
-  async profileOf(userId: string): Promise<{ user: UserRecord; organisations: (OrganisationRecord & { role: Role })[] }> {
-    const [user, organisations] = await Promise.all([
-      this.findUser({ id: userId }),
-      this.db.query(
-        `SELECT o.id, o.name, o.external_id, m.role FROM memberships m JOIN organisations o ON o.id = m.organisation_id
-         WHERE m.user_id = $1 ORDER BY m.created_at, o.id`,
-        [userId],
-      ),
-    ]);
-    if (!user) throw new AppException('user_not_found', `No user with id ${userId}.`);
-    return { user, organisations };
+  /**
+   * GET /api/me in one statement: the user and one page of their organisations (oldest membership first),
+   * each with the caller's role and its license tier. `startingAfter` is the last organisation id of the
+   * previous page: 400 `invalid_cursor` when the user is not (or no longer) a member of it.
+   */
+  async profilePage(userId: string, page: { limit: number; startingAfter?: string }): Promise<ProfilePage> {
+    // The tier table and grace period, as every statement embedding the license state binds them.
+    const { tiers, graceS } = licenseStateValues(this.config, '' /* the organisations are the page's */);
+    const [row] = await preparedQuery<{ user: UserRecord | null; cursorFound: boolean; organisations: ProfileOrganisation[] }>(
+      this.db,
+      PROFILE_SQL,
+      PROFILE.values({ user: userId, after: page.startingAfter ?? null, limit: page.limit, tiers, graceS }),
+    );
+    if (!row.user) throw new AppException('user_not_found', `No user with id ${userId}.`);
+    if (!row.cursorFound) throw new AppException('invalid_cursor', 'starting_after is not an organisation of yours.');
+    const organisations = row.organisations.slice(0, page.limit);
+    return { user: row.user, organisations, has_more: row.organisations.length > page.limit };
   }
 
   /** The organisation's customer record with the payment provider, if it has one. */

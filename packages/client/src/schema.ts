@@ -11,7 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller and their organisations, with their role and the license tier */
+        /** The caller and their organisations, with their role and the license tier, a page at a time */
         get: operations["MeController_me"];
         put?: never;
         post?: never;
@@ -377,7 +377,10 @@ export interface components {
         };
         MeResponse: {
             user: components["schemas"]["UserRecord"];
+            /** @description Oldest membership first; at most `limit` */
             organisations: components["schemas"]["MyOrganisation"][];
+            /** @description More organisations follow: pass the last id as starting_after */
+            has_more: boolean;
         };
         ErrorResponse: {
             /** @example 400 */
@@ -401,7 +404,7 @@ export interface components {
              *     - `invalid_tier` (400): The tier is unknown or not a paid tier.
              *     - `tier_not_for_sale` (400): The tier has no provider price configured (PAYPROVIDER_PRICE_<TIER>).
              *     - `invalid_return_url` (400): A return URL is not an absolute URL under APP_URL.
-             *     - `invalid_cursor` (400): starting_after is not an invoice id of this history.
+             *     - `invalid_cursor` (400): starting_after names no entry of the list: not an invoice id of this history, or (GET /api/me) not an organisation of the caller's.
              *     - `negative_amount` (400): ai_tokens usage can only grow.
              *     - `invalid_event` (400): A webhook body that is not a provider event.
              *     - `invoice_invalid` (400): A signed invoice event whose invoice cannot be recorded (stored as failed).
@@ -717,7 +720,11 @@ export type $defs = Record<string, never>;
 export interface operations {
     MeController_me: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                /** @description id of the last organisation of the previous page */
+                starting_after?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -730,6 +737,14 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MeResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             401: {
