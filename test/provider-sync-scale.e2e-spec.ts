@@ -1,12 +1,14 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { createTestDatabase, TestDatabase } from './support/databases';
 import { FAKE_SECRET_KEY, FakeProvider, startFakeProvider } from './support/fake-provider';
 import { invoiceObject, providerEvent, providerId, subscriptionEvent, subscriptionObject } from './support/provider-events';
-import { runCli } from './support/run-cli';
+import { ROOT, runCli } from './support/run-cli';
+import { waitFor } from './support/wait-for';
 import { TEST_WEBHOOK_SECRET } from './support/test-app';
 
 const PRICE_PRO = 'price_scale_pro';
@@ -98,24 +100,24 @@ async function seed(fake: FakeProvider, pg: Client, a: Account): Promise<Seeded>
   return seeded;
 }
 
-/** `provider:sync` as the operator runs it (its own process, default PROVIDER_SYNC_MAX_RPS), with its heap sampled. */
+/** The environment of `provider:sync` run by an operator against the double (default PROVIDER_SYNC_MAX_RPS). */
+const cliEnv = (fake: FakeProvider, db: TestDatabase) => ({
+  DATABASE_URL: db.url,
+  PAYPROVIDER_SECRET_KEY: FAKE_SECRET_KEY,
+  PAYPROVIDER_API_URL: fake.url,
+  // Above PROVIDER_SYNC_MAX_RPS: the run's own pace is what is measured.
+  PAYPROVIDER_MAX_RPS: '100',
+  PAYPROVIDER_PRICE_PRO: PRICE_PRO,
+  PAYPROVIDER_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+  DATA_DIR: mkdtempSync(join(tmpdir(), 'sync-data-')),
+});
+
+/** `provider:sync` as the operator runs it (its own process), with its heap sampled. */
 async function syncProcess(fake: FakeProvider, db: TestDatabase) {
   const probe = join(mkdtempSync(join(tmpdir(), 'sync-heap-')), 'heap.json');
-  const result = await runCli(
-    ['provider:sync'],
-    {
-      DATABASE_URL: db.url,
-      PAYPROVIDER_SECRET_KEY: FAKE_SECRET_KEY,
-      PAYPROVIDER_API_URL: fake.url,
-      // Above PROVIDER_SYNC_MAX_RPS: the run's own pace is what is measured.
-      PAYPROVIDER_MAX_RPS: '100',
-      PAYPROVIDER_PRICE_PRO: PRICE_PRO,
-      PAYPROVIDER_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
-      DATA_DIR: mkdtempSync(join(tmpdir(), 'sync-data-')),
-      HEAP_PROBE_FILE: probe,
-    },
-    { nodeArgs: ['--expose-gc', '-r', join(__dirname, 'support', 'heap-probe.js')] },
-  );
+  const result = await runCli(['provider:sync'], { ...cliEnv(fake, db), HEAP_PROBE_FILE: probe }, {
+    nodeArgs: ['--expose-gc', '-r', join(__dirname, 'support', 'heap-probe.js')],
+  });
   if (result.code !== 0) throw new Error(`provider:sync exited ${result.code}: ${result.stderr}`);
   const memory = JSON.parse(readFileSync(probe, 'utf8')) as { peakHeap: number; peakRss: number };
   return { summary: result.json, ...memory, requests: fake.requests.length, busiestSecond: fake.busiestSecond() };
@@ -129,22 +131,33 @@ describe('reconciliation at scale', () => {
   });
   afterAll(() => fake.close());
 
-  async function scenario(account: Account) {
+  /** A database of its own and the account seeded on both sides. */
+  async function account(a: Account) {
     fake.reset();
     const db = await createTestDatabase();
     const pg = new Client({ connectionString: db.url });
     await pg.connect();
     try {
-      const seeded = await seed(fake, pg, account);
-      return { seeded, pg, db, ...(await syncProcess(fake, db)) };
+      return { seeded: await seed(fake, pg, a), pg, db };
     } catch (err) {
       await pg.end();
       throw err;
     }
   }
 
+  /** The account, and one run of `provider:sync` over it. */
+  async function scenario(a: Account) {
+    const seeded = await account(a);
+    try {
+      return { ...seeded, ...(await syncProcess(fake, seeded.db)) };
+    } catch (err) {
+      await seeded.pg.end();
+      throw err;
+    }
+  }
+
   it('5,000 subscriptions and 20,000 events: at most 260 requests, never more than 20 in a second, the memory of 2,000 events', async () => {
-    const base = { subscriptions: 5000, missedEvery: 20, drifted: 50, unknownToProvider: 5 };
+    const base = { subscriptions: 5000, missedEvery: 40, drifted: 50, unknownToProvider: 5 };
     const small = await scenario({ ...base, events: 2000 });
     await small.pg.end();
     const large = await scenario({ ...base, events: 20_000 });
@@ -178,6 +191,35 @@ describe('reconciliation at scale', () => {
       await large.pg.end();
     }
   }, 240_000);
+
+  it('a run killed part way (SIGKILL) keeps what it applied, and the next run applies the rest once', async () => {
+    const { seeded, pg, db } = await account({ subscriptions: 100, events: 400, missedEvery: 1, drifted: 0, unknownToProvider: 0 });
+    try {
+      const applied = async () => (await pg.query(`SELECT count(*)::int AS n FROM webhook_events WHERE source = 'sync'`)).rows[0].n as number;
+      const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'cli', 'main.js'), 'provider:sync'], {
+        env: { PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'silent', ...cliEnv(fake, db) },
+        stdio: 'ignore',
+      });
+      const exited = new Promise((resolve) => child.on('exit', resolve));
+      await waitFor('the run to apply some events', async () => (await applied()) >= 20, 60_000);
+      child.kill('SIGKILL');
+      await exited;
+      const before = await applied();
+      expect(before).toBeLessThan(400);
+
+      fake.requests.length = 0;
+      const next = await syncProcess(fake, db);
+      expect(next.summary).toMatchObject({ events_seen: 400, subscriptions_checked: 100, subscriptions_corrected: 0 });
+      // Those the killed run applied are not applied twice: all 400 exactly once, each invoice once.
+      expect(next.summary.events_applied).toBe(400 - before);
+      expect(await applied()).toBe(400);
+      expect((await pg.query(`SELECT count(*)::int AS n FROM billing_history`)).rows[0].n).toBe(seeded.missedInvoices);
+      const periods = await pg.query(`SELECT DISTINCT current_period_start AS p FROM provider_subscriptions`);
+      expect(periods.rows.map((r) => Number(r.p))).toEqual([seeded.finalPeriodStart]);
+    } finally {
+      await pg.end();
+    }
+  }, 120_000);
 });
 
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
