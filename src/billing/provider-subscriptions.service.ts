@@ -101,25 +101,15 @@ export type ApplyResult =
 @Injectable()
 export class ProviderSubscriptions {
   async find(manager: EntityManager, subscriptionId: string): Promise<KnownSubscription | undefined> {
-    const [row] = await preparedQuery(
+    const [row] = await preparedQuery<KnownSubscription>(
       manager,
-      `SELECT organisation_id, customer_id, tier, status, past_due_since, last_event_created, last_event_rank,
-              deleted_event_created IS NOT NULL AS deleted
+      `SELECT organisation_id AS "organisationId", customer_id AS "customerId", tier, status,
+              past_due_since AS "pastDueSince", last_event_created AS "lastEventCreated",
+              last_event_rank AS "lastEventRank", deleted_event_created IS NOT NULL AS deleted
        FROM provider_subscriptions WHERE subscription_id = $1`,
       [subscriptionId],
     );
-    return (
-      row && {
-        organisationId: row.organisation_id,
-        customerId: row.customer_id,
-        tier: row.tier,
-        status: row.status,
-        pastDueSince: row.past_due_since,
-        lastEventCreated: row.last_event_created,
-        lastEventRank: row.last_event_rank,
-        deleted: row.deleted,
-      }
-    );
+    return row;
   }
 
   /**
