@@ -63,6 +63,10 @@ describe('operator CLI: events:list and events:replay', () => {
   it.each([
     [['events:list', '--status', 'weird'], /--status must be one of/],
     [['events:list', '--limit', '0'], /--limit must be/],
+    // Whole numbers are plain digits, as in query parameters (src/common/query-int.decorator.ts).
+    [['events:list', '--limit', '1e2'], /--limit must be/],
+    [['events:list', '--limit', '0x10'], /--limit must be/],
+    [['events:list', '--limit', ' 5'], /--limit must be/],
     [['events:replay'], /--id is required/],
   ])('%j → usage error, nothing on stdout', async (args, message) => {
     const res = await cli(args as string[], env, { app: t.app });

@@ -1,4 +1,5 @@
 import { INestApplicationContext } from '@nestjs/common';
+import { parseDecimalInteger } from '../common/query-int.decorator';
 import type { AppConfig } from '../config/app-config';
 
 export type Flags = Record<string, string | true>;
@@ -33,11 +34,18 @@ export function oneOfFlag<T extends string>(flags: Flags, name: string, values: 
   return value as T | undefined;
 }
 
+/** An optional whole-number flag within `min`..`max` (plain digits, as integer query parameters are read). */
+export function integerFlag(flags: Flags, name: string, range: { min: number; max: number }, message: string): number | undefined {
+  const value = optionalFlag(flags, name);
+  if (value === undefined) return undefined;
+  const n = parseDecimalInteger(value);
+  if (n === undefined || n < range.min || n > range.max) throw new CliUsageError(message);
+  return n;
+}
+
 /** `--limit N` of the list commands: 1 to 1000, default 50. */
 export function limitFlag(flags: Flags): number {
-  const value = optionalFlag(flags, 'limit') ?? '50';
-  if (!/^[1-9]\d{0,3}$/.test(value) || Number(value) > 1000) throw new CliUsageError('--limit must be a whole number from 1 to 1000');
-  return Number(value);
+  return integerFlag(flags, 'limit', { min: 1, max: 1000 }, '--limit must be a whole number from 1 to 1000') ?? 50;
 }
 
 /** `--name value` and `--name=value`; positional words are returned in `args`. */

@@ -3,7 +3,7 @@ import { EventDispatcher } from '../webhook/event-dispatcher';
 import { listEvents } from '../webhook/webhook-ledger.repository';
 import { EVENT_RETENTION_DAYS, ProviderSync } from '../webhook/provider-sync.service';
 import { LEDGER_STATUSES, LedgerStatus } from '../webhook/webhook-event.entity';
-import { CliCommand, CliUsageError, limitFlag, oneOfFlag, optionalFlag, requireFlag } from './cli-command';
+import { CliCommand, integerFlag, limitFlag, oneOfFlag, requireFlag } from './cli-command';
 
 /** events:list and events:replay (the webhook event ledger), provider:sync (the reconciliation). */
 export const eventCommands: Record<string, CliCommand> = {
@@ -33,12 +33,12 @@ export const eventCommands: Record<string, CliCommand> = {
   'provider:sync': {
     usage: `provider:sync [--since DAYS]`,
     async run(app, flags) {
-      const since = optionalFlag(flags, 'since') ?? String(EVENT_RETENTION_DAYS);
-      if (!/^[1-9]\d{0,2}$/.test(since) || Number(since) > EVENT_RETENTION_DAYS) {
-        throw new CliUsageError(`--since must be a whole number of days from 1 to ${EVENT_RETENTION_DAYS} (the provider keeps ${EVENT_RETENTION_DAYS})`);
-      }
+      const since =
+        integerFlag(flags, 'since', { min: 1, max: EVENT_RETENTION_DAYS },
+          `--since must be a whole number of days from 1 to ${EVENT_RETENTION_DAYS} (the provider keeps ${EVENT_RETENTION_DAYS})`) ??
+        EVENT_RETENTION_DAYS;
       // A provider that cannot be reached throws: non-zero exit, what was applied stays applied.
-      return app!.get(ProviderSync).run(Number(since));
+      return app!.get(ProviderSync).run(since);
     },
   },
 };

@@ -2,7 +2,7 @@ import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
 import { ROLES, Role } from '../identity/membership.entity';
 import { SessionService } from '../identity/session.service';
-import { CliCommand, CliUsageError, oneOfFlag, optionalFlag, requireFlag } from './cli-command';
+import { CliCommand, CliUsageError, integerFlag, oneOfFlag, requireFlag } from './cli-command';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -42,11 +42,9 @@ export const identityCommands: Record<string, CliCommand> = {
     usage: 'session:create --user ID [--ttl SECONDS]',
     async run(app, flags) {
       const userId = uuidFlag(flags, 'user');
-      const ttlFlag = optionalFlag(flags, 'ttl');
-      if (ttlFlag !== undefined && !/^[1-9]\d{0,8}$/.test(ttlFlag)) {
-        throw new CliUsageError('--ttl must be a positive whole number of seconds');
-      }
-      const ttl = ttlFlag ? Number(ttlFlag) : app!.get(AppConfig).sessionTtlS;
+      const ttl =
+        integerFlag(flags, 'ttl', { min: 1, max: 999_999_999 }, '--ttl must be a positive whole number of seconds') ??
+        app!.get(AppConfig).sessionTtlS;
       if (!(await app!.get(IdentityService).userExists(userId))) throw new CliUsageError(`no user with id ${userId}`);
       const session = await app!.get(SessionService).create(userId, ttl);
       return { token: session.token, expires_at: session.expiresAt.toISOString() };
