@@ -3,6 +3,8 @@ import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ErrorResponse, SECURITY } from '../common/api-docs';
+import { NOTIFICATION_WEBHOOKS } from '../notifications/notification.dto';
+import { exactDocument } from './openapi-exact';
 
 export const DOCS_PATH = '/api/docs';
 export const DOCS_JSON_PATH = '/api/docs-json';
@@ -41,7 +43,40 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     // documents the header itself.
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when configured' }, SECURITY.metricsToken)
     .build();
-  return SwaggerModule.createDocument(app, config, { extraModels: [ErrorResponse] });
+  const document = SwaggerModule.createDocument(app, config, {
+    extraModels: [ErrorResponse, ...NOTIFICATION_WEBHOOKS.map((webhook) => webhook.model)],
+  });
+  (document as { webhooks?: object }).webhooks = notificationWebhooks();
+  // /metrics is open while METRICS_TOKEN is unset: its token is optional in the document too.
+  for (const operation of Object.values(document.paths['/metrics'] ?? {})) operation.security?.push({});
+  return exactDocument(document, { databaseRoutes: (path) => path !== '/metrics' });
+}
+
+/** The notifications (SPEC 10) as OpenAPI `webhooks`: what a web app's endpoint receives, and how it is signed. */
+function notificationWebhooks() {
+  const header = (name: string, description: string) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } });
+  return Object.fromEntries(
+    NOTIFICATION_WEBHOOKS.map(({ name, model, summary }) => [
+      name,
+      {
+        post: {
+          operationId: `notification_${name.replace('.', '_')}`,
+          summary,
+          description:
+            'POSTed to every URL of NOTIFY_URLS, signed per Standard Webhooks with NOTIFY_SECRET (the client package\'s ' +
+            '`verifyNotification` checks it). Answer 2xx; any other answer, or none within 10 s, is retried for at least 24 hours.',
+          parameters: [
+            header('webhook-id', 'Unique per message, the same on every retry of it: deduplicate by it'),
+            header('webhook-timestamp', 'Unix seconds of this attempt'),
+            header('webhook-signature', '`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`'),
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${model.name}` } } } },
+          responses: { '200': { description: 'Received (any 2xx will do); any other answer is retried' } },
+          security: [],
+        },
+      },
+    ]),
+  );
 }
 
 /**

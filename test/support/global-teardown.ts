@@ -1,11 +1,14 @@
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from 'pg';
 import type { Database } from '../../src/database/embedded-postgres';
 import { serverUrl } from './databases';
+import { undocumentedStatuses } from './observed-statuses';
 
 export default async function globalTeardown() {
   try {
     await dropDatabases();
+    checkObservedStatuses();
   } finally {
     // The run's temp folder (global-setup pointed TMPDIR at it), with the embedded database's data if any.
     if (process.env.TMPDIR?.includes('billing-test-run-')) rmSync(process.env.TMPDIR, { recursive: true, force: true });
@@ -29,5 +32,16 @@ async function dropDatabases() {
     for (const { datname } of rows) await client.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
   } finally {
     await client.end();
+  }
+}
+
+/** Fails the run when a route answered a status its entry in the API document does not list (test/support/observed-statuses.ts). */
+function checkObservedStatuses() {
+  const document = JSON.parse(readFileSync(join(__dirname, '..', '..', 'packages', 'client', 'openapi.json'), 'utf8'));
+  const missing = undocumentedStatuses(document);
+  if (missing.length) {
+    throw new Error(
+      `the API document does not list these answers the tests observed (document them on the route, then npm run client:generate):\n  ${missing.join('\n  ')}`,
+    );
   }
 }

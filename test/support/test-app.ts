@@ -12,6 +12,7 @@ import { IdentityService } from '../../src/identity/identity.service';
 import { Role } from '../../src/identity/membership.entity';
 import { SessionService } from '../../src/identity/session.service';
 import { createTestDatabase } from './databases';
+import { recordStatuses } from './observed-statuses';
 import { activePgBouncer } from './pgbouncer';
 import { TEST_PRICE_PRO } from './provider-events';
 
@@ -67,6 +68,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     ? pino({ level: 'debug' }, { write: (line: string) => void opts.logLines!.push(line) })
     : pino({ level: 'silent' });
   const app = await createApp(config, logger);
+  recordStatuses(app);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   return {

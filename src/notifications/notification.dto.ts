@@ -1,0 +1,41 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { NOTIFICATION_TYPES } from './notification-message.entity';
+
+// What the service POSTs to each of NOTIFY_URLS (SPEC 10), described for the API document's `webhooks`
+// (src/ops/openapi.ts) and so for the client's types. The bodies themselves are built in SQL
+// (notification.sql.ts); these classes only describe them.
+
+export class LicenseNotificationData {
+  @ApiProperty({ format: 'uuid' }) organisation_id: string;
+  @ApiProperty({ type: 'string', nullable: true, description: "The web app's own id of the organisation" }) external_id: string | null;
+  @ApiProperty({ example: 'pro' }) tier: string;
+  @ApiProperty() is_active: boolean;
+  @ApiProperty() is_expired: boolean;
+  @ApiProperty({ type: 'integer', minimum: 1, description: 'Grows by one with every change of the organisation: drop a message older than one applied' })
+  version: number;
+}
+
+export class UsageCapacityNotificationData extends LicenseNotificationData {
+  @ApiProperty({ example: 'projects' }) metric: string;
+  @ApiProperty({ type: 'integer', minimum: 0 }) used: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) limit: number;
+  @ApiProperty({ description: 'true when the metric reached its limit, false when it went back under it' }) at_capacity: boolean;
+}
+
+export class LicenseUpdatedNotification {
+  @ApiProperty({ enum: [NOTIFICATION_TYPES[0]] }) type: 'license.updated';
+  @ApiProperty({ format: 'date-time' }) timestamp: string;
+  @ApiProperty({ type: LicenseNotificationData }) data: LicenseNotificationData;
+}
+
+export class UsageCapacityNotification {
+  @ApiProperty({ enum: [NOTIFICATION_TYPES[1]] }) type: 'usage.capacity';
+  @ApiProperty({ format: 'date-time' }) timestamp: string;
+  @ApiProperty({ type: UsageCapacityNotificationData }) data: UsageCapacityNotificationData;
+}
+
+/** The `webhooks` of the API document: one entry per notification type, with its Standard Webhooks headers. */
+export const NOTIFICATION_WEBHOOKS = [
+  { name: 'license.updated', model: LicenseUpdatedNotification, summary: "An organisation's tier, is_active or is_expired changed" },
+  { name: 'usage.capacity', model: UsageCapacityNotification, summary: 'A metric reached its limit in force, or went back under it' },
+] as const;

@@ -1,0 +1,74 @@
+import { OpenAPIObject } from '@nestjs/swagger';
+
+type Json = Record<string, any>;
+
+export const REQUEST_ID_HEADER = {
+  description: 'The request id, also in the log lines of this request: quote it to support',
+  schema: { type: 'string' },
+};
+
+/**
+ * What every operation can answer besides its own statuses, because of where the service runs it: the HTTP
+ * layer (SPEC 4) before any route, and the database behind nearly every route. Said once here rather than on
+ * each controller, so a new route cannot forget them.
+ */
+const BODY_STATUSES = ['400', '413', '415'];
+const TRANSPORT_STATUSES = ['408', '431', '500'];
+
+/**
+ * Turns the document Nest builds from the decorators into the exact one the service serves: OpenAPI 3.1
+ * (`null` as a type, so nullable fields are typed exactly, and `webhooks` for the notifications), every
+ * response with its `X-Request-Id` header, public routes with `security: []`, request bodies closed
+ * (`additionalProperties: false`, as the global ValidationPipe refuses unknown fields), and the statuses
+ * every route shares.
+ */
+export function exactDocument(document: OpenAPIObject, opts: { databaseRoutes: (path: string) => boolean }): OpenAPIObject {
+  const doc = document as unknown as Json;
+  doc.openapi = '3.1.0';
+  // Nest writes `servers: []`; the service answers on whatever origin serves this document.
+  doc.servers = [{ url: '/', description: 'The origin that serves this document' }];
+  doc.components.headers = { ...doc.components.headers, 'X-Request-Id': REQUEST_ID_HEADER };
+  for (const schema of Object.values<Json>(doc.components.schemas ?? {})) toNullTypes(schema);
+  for (const [path, operations] of Object.entries<Json>(doc.paths)) {
+    for (const operation of Object.values<Json>(operations)) {
+      operation.security ??= [];
+      if (operation.requestBody) closeBody(doc, operation.requestBody);
+      const shared = [...TRANSPORT_STATUSES, ...(operation.requestBody ? BODY_STATUSES : [])];
+      if (opts.databaseRoutes(path)) shared.push('503');
+      for (const status of shared) operation.responses[status] ??= errorResponse();
+      for (const response of Object.values<Json>(operation.responses)) {
+        response.headers = { ...response.headers, 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
+      }
+    }
+  }
+  return document;
+}
+
+function errorResponse(): Json {
+  return { description: '', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } };
+}
+
+/** OpenAPI 3.0's `nullable: true` → 3.1's `type: [t, "null"]` (or a oneOf with null for a reference). */
+function toNullTypes(schema: Json): void {
+  if (schema.nullable) {
+    delete schema.nullable;
+    if (schema.type) schema.type = [schema.type, 'null'];
+    else if (schema.$ref || schema.allOf) {
+      const ref = schema.$ref ? { $ref: schema.$ref } : { allOf: schema.allOf };
+      delete schema.$ref;
+      delete schema.allOf;
+      schema.oneOf = [ref, { type: 'null' }];
+    }
+  }
+  for (const child of [...Object.values<Json>(schema.properties ?? {}), schema.items, ...(schema.oneOf ?? []), ...(schema.allOf ?? [])]) {
+    if (child && typeof child === 'object') toNullTypes(child);
+  }
+}
+
+function closeBody(doc: Json, requestBody: Json): void {
+  for (const media of Object.values<Json>(requestBody.content ?? {})) {
+    const ref: string | undefined = media.schema?.$ref;
+    const schema = ref ? doc.components.schemas[ref.split('/').pop()!] : media.schema;
+    if (schema?.type === 'object' && schema.properties) schema.additionalProperties ??= false;
+  }
+}
