@@ -125,21 +125,8 @@ export function createClient(options: ClientOptions) {
 
 export type Client = ReturnType<typeof createClient>;
 
-/** The data every notification carries about the organisation whose license it concerns. */
-export interface LicenseData {
-  organisation_id: string;
-  external_id: string | null;
-  tier: string;
-  is_active: boolean;
-  is_expired: boolean;
-  /** Grows by one with every change of the organisation: drop a message older than one already applied. */
-  version: number;
-}
-
-/** What the service POSTs to each of `NOTIFY_URLS`. */
-export type Notification =
-  | { type: 'license.updated'; timestamp: string; data: LicenseData }
-  | { type: 'usage.capacity'; timestamp: string; data: LicenseData & { metric: string; used: number; limit: number; at_capacity: boolean } };
+/** What the service POSTs to each of `NOTIFY_URLS` (the document's `webhooks`). */
+export type Notification = Schemas['LicenseUpdatedNotification'] | Schemas['UsageCapacityNotification'];
 
 /**
  * Verifies a notification as received (the raw body, exactly as it arrived, and its headers) against
