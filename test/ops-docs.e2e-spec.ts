@@ -91,6 +91,22 @@ describe('OpenAPI document', () => {
     expect(again.text).toBe(JSON.stringify(doc));
   });
 
+  it('is OpenAPI 3.1 with a server, X-Request-Id on every response, closed bodies and the notifications as webhooks', () => {
+    const document = doc as unknown as Record<string, any>;
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.servers).toEqual([expect.objectContaining({ url: '/' })]);
+    for (const operations of Object.values<Record<string, any>>(document.paths)) {
+      for (const operation of Object.values<Record<string, any>>(operations)) {
+        for (const response of Object.values<Record<string, any>>(operation.responses)) {
+          expect(response.headers?.['X-Request-Id']).toEqual({ $ref: '#/components/headers/X-Request-Id' });
+        }
+      }
+    }
+    expect(document.components.schemas.CreateOrganisationDto.additionalProperties).toBe(false);
+    expect(Object.keys(document.webhooks)).toEqual(['license.updated', 'usage.capacity']);
+    expect(JSON.stringify(document)).not.toContain('"nullable"');
+  });
+
   it('registers the four security schemes and the error shape', () => {
     expect(doc.components.securitySchemes).toEqual({
       session: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
@@ -100,7 +116,7 @@ describe('OpenAPI document', () => {
     });
     // The webhook's signature is documented as a header of its route, not as something to "Authorize" with.
     const webhook = doc.paths['/api/webhooks/payprovider'].post as Operation & { parameters: { name: string; in: string }[] };
-    expect(webhook.security).toBeUndefined();
+    expect(webhook.security).toEqual([]); // no credential scheme: the signature is the header below
     expect(webhook.parameters).toEqual(
       expect.arrayContaining([expect.objectContaining({ name: 'Payprovider-Signature', in: 'header', required: true })]),
     );
