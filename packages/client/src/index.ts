@@ -76,8 +76,8 @@ export function createClient(options: ClientOptions) {
     health: () => call(api.GET('/api/health')),
 
     // The signed-in user (session or JWT).
-    /** `GET /api/me`: the caller and their organisations, with role and tier. */
-    me: () => call(api.GET('/api/me')),
+    /** `GET /api/me`: the caller and a page of their organisations (`limit`, `starting_after`), with role and tier. */
+    me: (query: paths['/api/me']['get']['parameters']['query'] = {}) => call(api.GET('/api/me', { params: { query } })),
     /** `GET /api/organisations/{id}/members` (any member). */
     members: (organisationId: string) => call(api.GET('/api/organisations/{id}/members', { params: { path: { id: organisationId } } })),
     /** `GET /api/licensing/status`: tier, flags and usage against limits. */
