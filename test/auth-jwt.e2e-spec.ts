@@ -3,6 +3,7 @@ import { AddressInfo } from 'node:net';
 import { exportJWK, exportSPKI, generateKeyPair, JWK, SignJWT, CryptoKey } from 'jose';
 import type { Request } from 'express';
 import { AppConfig } from '../src/config/app-config';
+import { IdentityRepository } from '../src/identity/identity.repository';
 import { JWKS_FAILURE_CACHE_MS, JwtStrategy } from '../src/identity/jwt.strategy';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
 import { waitFor } from './support/wait-for';
@@ -318,7 +319,7 @@ describe('JWT access tokens (AUTH_JWT_*)', () => {
   it('warns at start about a plain-http JWKS URL in production, and accepts it', () => {
     const before = logLines.length;
     const config = Object.assign(new AppConfig(), { nodeEnv: 'production', authJwt: { jwksUrl: new URL('http://auth.internal/jwks') } });
-    expect(new JwtStrategy(config, t.db).accepts({ headers: { authorization: `Bearer ${issued[0]}` } } as Request)).toBe(true);
+    expect(new JwtStrategy(config, t.app.get(IdentityRepository)).accepts({ headers: { authorization: `Bearer ${issued[0]}` } } as Request)).toBe(true);
     expect(logLines.slice(before).join('\n')).toContain('AUTH_JWT_JWKS_URL is plain http in production');
   });
 

@@ -1,4 +1,4 @@
-import { liveSession } from './session.service';
+import { liveSession } from './session.repository';
 
 /**
  * Identity's tables as SQL fragments, for the hot statements of other modules that answer in one round

@@ -2,10 +2,12 @@ import { Global, Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
 import { LicensingModule } from '../licensing/licensing.module';
 import { AdminController } from './admin.controller';
+import { IdentityRepository } from './identity.repository';
 import { IdentityService } from './identity.service';
 import { JwtStrategy } from './jwt.strategy';
 import { MeController } from './me.controller';
 import { ServiceKeys } from './service-keys';
+import { SessionRepository } from './session.repository';
 import { SessionService } from './session.service';
 import { SessionStrategy } from './session.strategy';
 
@@ -17,7 +19,7 @@ import { SessionStrategy } from './session.strategy';
 @Module({
   imports: [PassportModule, LicensingModule],
   controllers: [MeController, AdminController],
-  providers: [IdentityService, SessionService, SessionStrategy, JwtStrategy, ServiceKeys],
+  providers: [IdentityRepository, IdentityService, SessionRepository, SessionService, SessionStrategy, JwtStrategy, ServiceKeys],
   exports: [IdentityService, SessionService, SessionStrategy, JwtStrategy, ServiceKeys],
 })
 export class IdentityModule {}

@@ -1,14 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Request } from 'express';
 import { createRemoteJWKSet, customFetch, FetchImplementation, jwtVerify, JWTVerifyGetKey } from 'jose';
 import { Strategy } from 'passport-custom';
-import { DataSource } from 'typeorm';
 import { AppException, unauthenticated } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig, AuthJwtConfig, authJwtWarning } from '../config/app-config';
-import { preparedQuery } from '../database/prepared';
+import { IdentityRepository } from './identity.repository';
 
 /** Three base64url segments (the last one empty for `alg: none`, which is then refused). A session token has no dot. */
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
@@ -26,8 +24,6 @@ const FETCH_TIMEOUT_MS = 5_000;
 // After a failed fetch, tokens with an uncached kid answer 503 at once for this long instead of each fetching
 // again: a failing JWKS gets one request per 5 s from an instance, whatever the traffic.
 export const JWKS_FAILURE_CACHE_MS = 5_000;
-
-const USER_BY_EXTERNAL_ID_SQL = 'SELECT id, email FROM users WHERE external_id = $1';
 
 /** The bearer credential when it has the shape of a JWT (never the `session` cookie: JWTs come as bearer). */
 export function bearerJwt(req: Request): string | undefined {
@@ -55,7 +51,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
 
   constructor(
     config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly identity: IdentityRepository,
   ) {
     super();
     this.settings = config.authJwt;
@@ -76,7 +72,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     const token = bearerJwt(req);
     if (!token || token.length > MAX_JWT_LENGTH || !this.keys) throw unauthenticated();
     const sub = await this.verifiedSubject(token, this.keys);
-    const [user] = await preparedQuery<AuthUser>(this.db, USER_BY_EXTERNAL_ID_SQL, [sub]);
+    const user = await this.identity.userByExternalId(sub);
     if (!user) {
       this.logger.debug({ msg: 'JWT refused', reason: 'no user with that external_id' });
       throw unauthenticated();

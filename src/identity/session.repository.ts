@@ -1,0 +1,61 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, IsNull, Raw } from 'typeorm';
+import { AuthUser } from '../common/current-user.decorator';
+import { preparedQuery } from '../database/prepared';
+import { LoginSession } from './login-session.entity';
+
+/**
+ * The one definition of a live session, as a condition on `sessions`: the token's hash (the parameter
+ * named by `tokenHashParam`) matches, and the session is neither revoked nor expired. Statements that
+ * authenticate a caller themselves (the status read, in one round trip) embed it too.
+ */
+export const liveSession = (tokenHashParam: string) =>
+  `sessions.token_hash = ${tokenHashParam} AND sessions.revoked_at IS NULL AND sessions.expires_at > now()`;
+
+/** Every request with a session token: prepared. */
+const AUTHENTICATE_SQL = `
+  SELECT u.id, u.email FROM sessions JOIN users u ON u.id = sessions.user_id WHERE ${liveSession('$1')}`;
+
+/**
+ * A new session, and in the same statement up to 100 of the user's sessions that expired or were revoked
+ * deleted (their tokens are refused either way), so the table grows with live sessions, not with every
+ * login ever made. SKIP LOCKED: never waits on another writer.
+ */
+const CREATE_SQL = `
+  WITH pruned AS (
+    DELETE FROM sessions WHERE id IN (
+      SELECT id FROM sessions WHERE user_id = $2 AND (expires_at <= now() OR revoked_at IS NOT NULL)
+      LIMIT 100 FOR UPDATE SKIP LOCKED))
+  INSERT INTO sessions (token_hash, user_id, expires_at)
+  VALUES ($1, $2, now() + make_interval(secs => $3)) RETURNING expires_at AS "expiresAt"`;
+
+/** Login sessions, by the SHA-256 of their token (the token itself is never stored). */
+@Injectable()
+export class SessionRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  async insert(tokenHash: Buffer, userId: string, ttlSeconds: number): Promise<{ expiresAt: Date }> {
+    const [row] = await this.db.query(CREATE_SQL, [tokenHash, userId, ttlSeconds]);
+    return row;
+  }
+
+  async liveSessionUser(tokenHash: Buffer): Promise<AuthUser | undefined> {
+    const [user] = await preparedQuery<AuthUser>(this.db, AUTHENTICATE_SQL, [tokenHash]);
+    return user;
+  }
+
+  /** Revokes the live session with this token hash; answers whether there was one. */
+  async revoke(tokenHash: Buffer): Promise<boolean> {
+    const { affected } = await this.db.getRepository(LoginSession).update({ tokenHash, revokedAt: IsNull() }, { revokedAt: () => 'now()' });
+    return (affected ?? 0) > 0;
+  }
+
+  /** Revokes every live session of the user; answers how many. */
+  async revokeAllOf(userId: string): Promise<number> {
+    const { affected } = await this.db
+      .getRepository(LoginSession)
+      .update({ userId, revokedAt: IsNull(), expiresAt: Raw((column) => `${column} > now()`) }, { revokedAt: () => 'now()' });
+    return affected ?? 0;
+  }
+}
