@@ -13,10 +13,11 @@ const { AppConfig, loadConfig } = require(join(dist, 'config', 'app-config'));
 const { buildOpenApiDocument } = require(join(dist, 'ops', 'openapi'));
 
 async function main(out) {
-  // The defaults of a laptop: the document does not depend on configuration, only on the code.
-  const config = Object.assign(new AppConfig(), loadConfig({ DATABASE_URL: 'postgres://unused@127.0.0.1:1/unused', PAYPROVIDER_WEBHOOK_SECRET: 'unused' }));
+  // The defaults of a laptop: the document depends on the code and, for its tier names, on the tier table
+  // (the default one, or TIERS_FILE's when set: a team with its own table generates its client with it).
+  const config = Object.assign(new AppConfig(), loadConfig({ DATABASE_URL: 'postgres://unused@127.0.0.1:1/unused', PAYPROVIDER_WEBHOOK_SECRET: 'unused', TIERS_FILE: process.env.TIERS_FILE }));
   const app = await NestFactory.create(AppModule.forRoot(config), { preview: true, logger: false });
-  const document = buildOpenApiDocument(app);
+  const document = buildOpenApiDocument(app, Object.keys(config.tiers));
   await app.close();
   writeFileSync(out, `${JSON.stringify(document, null, 2)}\n`);
 }

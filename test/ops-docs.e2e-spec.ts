@@ -107,6 +107,18 @@ describe('OpenAPI document', () => {
     expect(JSON.stringify(document)).not.toContain('"nullable"');
   });
 
+  it('answers a known path with another method 404 not_found, and advertises no 405', async () => {
+    const res = await t.http().put('/api/licensing/status').expect(404);
+    expect(res.body).toMatchObject({ statusCode: 404, code: 'not_found' });
+    expect(JSON.stringify(doc)).not.toContain('method_not_allowed');
+  });
+
+  it('types every number as an integer and every tier as a name of the tier table', () => {
+    const document = doc as unknown as Record<string, any>;
+    expect(JSON.stringify(document.components.schemas)).not.toContain('"number"');
+    expect(document.components.schemas.LicenseInfo.properties.tier.enum).toEqual(Object.keys(t.config.tiers));
+  });
+
   it('registers the four security schemes and the error shape', () => {
     expect(doc.components.securitySchemes).toEqual({
       session: expect.objectContaining({ type: 'http', scheme: 'bearer' }),

@@ -49,7 +49,6 @@ export const ERROR_CODES = {
   no_customer: [404, 'The organisation has no customer record with the payment provider.'],
   event_not_found: [404, 'No webhook event with that id in the ledger.'],
   notification_not_found: [404, 'No outbound notification with that webhook-id (notifications:retry).'],
-  method_not_allowed: [405, 'The route does not take this method.'],
   request_timeout: [408, 'The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.'],
   // 409: conflicts with what is stored.
   email_taken: [409, 'A user with that email already exists (under another external_id, or none).'],

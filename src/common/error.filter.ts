@@ -17,7 +17,6 @@ const DEFAULT_CODES: Record<number, ErrorCode> = {
   401: 'unauthenticated',
   403: 'forbidden',
   404: 'not_found',
-  405: 'method_not_allowed',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   429: 'too_many_requests',

@@ -22,13 +22,23 @@ const TRANSPORT_STATUSES = ['408', '431', '500'];
  * (`additionalProperties: false`, as the global ValidationPipe refuses unknown fields), and the statuses
  * every route shares.
  */
-export function exactDocument(document: OpenAPIObject, opts: { databaseRoutes: (path: string) => boolean }): OpenAPIObject {
+export interface ExactOptions {
+  /** Whether a route reaches the database (then it may answer 503). */
+  databaseRoutes: (path: string) => boolean;
+  /** The tier table's names, in order: every `tier` field is one of them. */
+  tiers: string[];
+}
+
+export function exactDocument(document: OpenAPIObject, opts: ExactOptions): OpenAPIObject {
   const doc = document as unknown as Json;
   doc.openapi = '3.1.0';
   // Nest writes `servers: []`; the service answers on whatever origin serves this document.
   doc.servers = [{ url: '/', description: 'The origin that serves this document' }];
   doc.components.headers = { ...doc.components.headers, 'X-Request-Id': REQUEST_ID_HEADER };
-  for (const schema of Object.values<Json>(doc.components.schemas ?? {})) toNullTypes(schema);
+  for (const schema of Object.values<Json>(doc.components.schemas ?? {})) {
+    toNullTypes(schema);
+    refineFields(schema, opts.tiers);
+  }
   for (const [path, operations] of Object.entries<Json>(doc.paths)) {
     for (const operation of Object.values<Json>(operations)) {
       operation.security ??= [];
@@ -62,6 +72,18 @@ function toNullTypes(schema: Json): void {
   }
   for (const child of [...Object.values<Json>(schema.properties ?? {}), schema.items, ...(schema.oneOf ?? []), ...(schema.allOf ?? [])]) {
     if (child && typeof child === 'object') toNullTypes(child);
+  }
+}
+
+/**
+ * Every number this API carries is an integer (money in minor units, Unix seconds, counts: spec §Conventions),
+ * so `number` becomes `integer`; and a `tier` is a name of the running tier table.
+ */
+function refineFields(schema: Json, tiers: string[]): void {
+  for (const [name, field] of Object.entries<Json>(schema.properties ?? {})) {
+    if (field.type === 'number') field.type = 'integer';
+    if (Array.isArray(field.type) && field.type.includes('number')) field.type = field.type.map((t: string) => (t === 'number' ? 'integer' : t));
+    if (name === 'tier' && !field.enum) field.enum = Array.isArray(field.type) && field.type.includes('null') ? [...tiers, null] : [...tiers];
   }
 }
 

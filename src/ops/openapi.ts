@@ -10,7 +10,7 @@ export const DOCS_PATH = '/api/docs';
 export const DOCS_JSON_PATH = '/api/docs-json';
 
 /** Builds the OpenAPI document from the controllers' decorators. Called once, at start. */
-export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
+export function buildOpenApiDocument(app: INestApplication, tiers: string[]): OpenAPIObject {
   const config = new DocumentBuilder()
     .setTitle('Subscription billing and licensing service')
     .setDescription(
@@ -49,7 +49,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   (document as { webhooks?: object }).webhooks = notificationWebhooks();
   // /metrics is open while METRICS_TOKEN is unset: its token is optional in the document too.
   for (const operation of Object.values(document.paths['/metrics'] ?? {})) operation.security?.push({});
-  return exactDocument(document, { databaseRoutes: (path) => path !== '/metrics' });
+  return exactDocument(document, { databaseRoutes: (path) => path !== '/metrics', tiers });
 }
 
 /** The notifications (SPEC 10) as OpenAPI `webhooks`: what a web app's endpoint receives, and how it is signed. */

@@ -413,8 +413,9 @@ export interface components {
             /**
              * @description The license tier (GET /api/licensing/status tells whether it is active)
              * @example pro
+             * @enum {string}
              */
-            tier: string;
+            tier: "free" | "pro" | "team" | "enterprise";
         };
         MeResponse: {
             user: components["schemas"]["UserRecord"];
@@ -590,8 +591,11 @@ export interface components {
         LicenseInfo: {
             is_active: boolean;
             is_expired: boolean;
-            /** @example pro */
-            tier: string;
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
         };
         MetricUsage: {
             used: number;
@@ -666,8 +670,9 @@ export interface components {
             /**
              * @description The checkout's metadata.tier
              * @example pro
+             * @enum {string|null}
              */
-            tier: string | null;
+            tier: "free" | "pro" | "team" | "enterprise" | null;
             /**
              * @description Unix seconds
              * @example 1763790000
@@ -690,8 +695,9 @@ export interface components {
             /**
              * @description A paid tier of the tier table (not free)
              * @example pro
+             * @enum {string}
              */
-            tier: string;
+            tier: "free" | "pro" | "team" | "enterprise";
             /**
              * @description Absolute URL under APP_URL; default APP_URL/billing/success?session_id={CHECKOUT_SESSION_ID}
              * @example http://localhost:3000/billing/success?session_id={CHECKOUT_SESSION_ID}
@@ -755,8 +761,11 @@ export interface components {
             organisation_id: string;
             /** @description The web app's own id of the organisation */
             external_id: string | null;
-            /** @example pro */
-            tier: string;
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
             is_active: boolean;
             is_expired: boolean;
             /** @description Grows by one with every change of the organisation: drop a message older than one applied */
@@ -774,8 +783,11 @@ export interface components {
             organisation_id: string;
             /** @description The web app's own id of the organisation */
             external_id: string | null;
-            /** @example pro */
-            tier: string;
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
             is_active: boolean;
             is_expired: boolean;
             /** @description Grows by one with every change of the organisation: drop a message older than one applied */
