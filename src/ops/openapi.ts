@@ -47,6 +47,9 @@ export function buildOpenApiDocument(app: INestApplication, tiers: string[]): Op
     extraModels: [ErrorResponse, ...NOTIFICATION_WEBHOOKS.map((webhook) => webhook.model)],
   });
   (document as { webhooks?: object }).webhooks = notificationWebhooks();
+  // A revoke names one session or one user, never both nor neither (the controller refuses those with 400).
+  const revoke = document.components?.schemas?.RevokeSessionsDto as { oneOf?: object[]; properties: Record<string, object> } | undefined;
+  if (revoke) revoke.oneOf = ['token', 'user_id'].map((name) => ({ required: [name], properties: { [name]: revoke.properties[name] } }));
   // /metrics is open while METRICS_TOKEN is unset: its token is optional in the document too.
   for (const operation of Object.values(document.paths['/metrics'] ?? {})) operation.security?.push({});
   return exactDocument(document, { databaseRoutes: (path) => path !== '/metrics', tiers });

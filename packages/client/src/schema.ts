@@ -473,7 +473,6 @@ export interface components {
              *     - `no_customer` (404): The organisation has no customer record with the payment provider.
              *     - `event_not_found` (404): No webhook event with that id in the ledger.
              *     - `notification_not_found` (404): No outbound notification with that webhook-id (notifications:retry).
-             *     - `method_not_allowed` (405): The route does not take this method.
              *     - `request_timeout` (408): The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.
              *     - `email_taken` (409): A user with that email already exists (under another external_id, or none).
              *     - `last_owner` (409): The change would leave the organisation without an owner.
@@ -496,7 +495,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "negative_amount" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "notification_not_found" | "method_not_allowed" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "negative_amount" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "event_not_stored";
         };
         Member: {
             /** Format: uuid */
@@ -583,7 +582,20 @@ export interface components {
              * @example 5b0e7a8c-3f4d-4a51-9c1e-2d6f7b8a9c0d
              */
             user_id?: string;
-        };
+        } & ({
+            /**
+             * @description One session, by its token
+             * @example q8Xw0c2s3b1m4n5v6c7x8z9a0s1d2f3g4h5j6k7l8p9
+             */
+            token: string;
+        } | {
+            /**
+             * Format: uuid
+             * @description All of the user's sessions
+             * @example 5b0e7a8c-3f4d-4a51-9c1e-2d6f7b8a9c0d
+             */
+            user_id: string;
+        });
         SessionsRevoked: {
             /** @example 1 */
             revoked: number;
