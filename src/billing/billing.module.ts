@@ -4,11 +4,13 @@ import { BillingController } from './billing.controller';
 import { CallerLimits } from './caller-limits';
 import { CheckoutService } from './checkout.service';
 import { HistoryService } from './history.service';
-import { OpenCheckouts } from './open-checkouts';
+import { BillingHistoryRepository } from './billing-history.repository';
+import { OpenCheckoutsRepository } from './open-checkouts.repository';
 import { createPaymentProvider } from './payment-provider.factory';
 import { PaymentProvider } from './payment-provider.port';
 import { PortalService } from './portal.service';
 import { ProviderSubscriptions } from './provider-subscriptions.service';
+import { ProviderSubscriptionsRepository } from './provider-subscriptions.repository';
 import { ReturnPagesController } from './return-pages.controller';
 import { CheckoutReportService } from './checkout-report.service';
 import { SandboxModule } from './sandbox/sandbox.module';
@@ -28,8 +30,10 @@ import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
     CheckoutService,
     PortalService,
     HistoryService,
-    OpenCheckouts,
+    BillingHistoryRepository,
+    OpenCheckoutsRepository,
     ProviderSubscriptions,
+    ProviderSubscriptionsRepository,
   ],
   exports: [PaymentProvider, HistoryService, ProviderSubscriptions],
 })

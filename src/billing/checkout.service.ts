@@ -9,7 +9,7 @@ import { AppConfig } from '../config/app-config';
 import { isPaidTier, paidTiers } from '../config/tiers';
 import { IdentityService } from '../identity/identity.service';
 import { CallerLimits } from './caller-limits';
-import { CheckoutPlan, OpenCheckouts, RecordedSession } from './open-checkouts';
+import { CheckoutPlan, OpenCheckoutsRepository, RecordedSession } from './open-checkouts.repository';
 import { CheckoutCreatedResponse, CreateCheckoutDto } from './checkout.dto';
 import { CreateCheckoutInput, PaymentProvider, PaymentProviderError } from './payment-provider.port';
 import { ProviderSubscriptions } from './provider-subscriptions.service';
@@ -38,7 +38,7 @@ export class CheckoutService {
     private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
     private readonly callerLimits: CallerLimits,
-    private readonly openCheckouts: OpenCheckouts,
+    private readonly openCheckouts: OpenCheckoutsRepository,
   ) {}
 
   /** `created`: false when the organisation's open session for the same plan is answered again. */

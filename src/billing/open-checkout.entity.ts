@@ -5,7 +5,7 @@ import { Organisation } from '../identity/organisation.entity';
  * The checkout session an organisation has open at the provider: at most one (the primary key), so two tabs or
  * two instances never hand out two payable sessions. While a request is opening or replacing it, `claim` names
  * that request (a lease: one older than a few minutes belongs to a request that died and may be taken over).
- * Written only by OpenCheckouts.
+ * Written only by OpenCheckoutsRepository.
  */
 @Entity('open_checkouts')
 export class OpenCheckout {

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { preparedQuery } from '../database/prepared';
+import { OpenCheckout } from './open-checkout.entity';
 
 /** What a checkout sells: a second checkout for the same plan gets the open session back. */
 export interface CheckoutPlan {
@@ -19,9 +21,18 @@ export interface RecordedSession extends CheckoutPlan {
  */
 const LEASE = '3 minutes';
 
-/** The open_checkouts table (one row per organisation); see open-checkout.entity.ts. */
+const CLAIM_SQL = `
+  INSERT INTO open_checkouts AS o (organisation_id, claim, claimed_at) VALUES ($1, $2, now())
+  ON CONFLICT (organisation_id) DO UPDATE SET claim = EXCLUDED.claim, claimed_at = now()
+    WHERE o.claim IS NULL OR o.claimed_at < now() - interval '${LEASE}'
+  RETURNING o.session_id AS "sessionId", o.url, o.tier, o.price_id AS "priceId"`;
+
+/**
+ * Every query of the open_checkouts table (one row per organisation; see open-checkout.entity.ts): the only
+ * file with SQL for it.
+ */
 @Injectable()
-export class OpenCheckouts {
+export class OpenCheckoutsRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   /**
@@ -30,33 +41,28 @@ export class OpenCheckouts {
    * holds a live claim.
    */
   async claim(organisationId: string, claim: string): Promise<{ recorded: RecordedSession | null } | 'busy'> {
-    const rows: { session_id: string | null; url: string; tier: string; price_id: string | null }[] = await this.db.query(
-      `INSERT INTO open_checkouts AS o (organisation_id, claim, claimed_at) VALUES ($1, $2, now())
-       ON CONFLICT (organisation_id) DO UPDATE SET claim = EXCLUDED.claim, claimed_at = now()
-         WHERE o.claim IS NULL OR o.claimed_at < now() - interval '${LEASE}'
-       RETURNING o.session_id, o.url, o.tier, o.price_id`,
-      [organisationId, claim],
-    );
+    const rows = await preparedQuery<{ sessionId: string | null; url: string; tier: string; priceId: string | null }>(this.db, CLAIM_SQL, [
+      organisationId,
+      claim,
+    ]);
     if (!rows.length) return 'busy';
     const [r] = rows;
-    return { recorded: r.session_id ? { sessionId: r.session_id, url: r.url, tier: r.tier, priceId: r.price_id } : null };
+    return { recorded: r.sessionId ? { sessionId: r.sessionId, url: r.url, tier: r.tier, priceId: r.priceId } : null };
   }
 
   /** Records the new session and ends the claim; false when the claim was lost meanwhile (its lease ran out). */
   async record(organisationId: string, claim: string, session: RecordedSession): Promise<boolean> {
-    const [, count]: [unknown, number] = await this.db.query(
-      `UPDATE open_checkouts SET session_id = $3, url = $4, tier = $5, price_id = $6, claim = NULL, claimed_at = NULL
-        WHERE organisation_id = $1 AND claim = $2`,
-      [organisationId, claim, session.sessionId, session.url, session.tier, session.priceId],
-    );
-    return count === 1;
+    const { affected } = await this.db
+      .getRepository(OpenCheckout)
+      .update(
+        { organisationId, claim },
+        { sessionId: session.sessionId, url: session.url, tier: session.tier, priceId: session.priceId, claim: null, claimedAt: null },
+      );
+    return affected === 1;
   }
 
   /** Ends the claim and leaves what is recorded as it is (the next checkout looks at it again). */
   async release(organisationId: string, claim: string): Promise<void> {
-    await this.db.query(`UPDATE open_checkouts SET claim = NULL, claimed_at = NULL WHERE organisation_id = $1 AND claim = $2`, [
-      organisationId,
-      claim,
-    ]);
+    await this.db.getRepository(OpenCheckout).update({ organisationId, claim }, { claim: null, claimedAt: null });
   }
 }

@@ -1,0 +1,207 @@
+import { Injectable } from '@nestjs/common';
+import { EntityManager, In, IsNull, MoreThan } from 'typeorm';
+import { preparedQuery } from '../database/prepared';
+import { ProviderSubscription } from './provider-subscription.entity';
+
+/**
+ * Every query of provider_subscriptions: the only file with SQL for it. Each method runs in the caller's
+ * transaction (`m`). The rules (event order, drift, grace's start on a correction) are in
+ * provider-subscriptions.service.ts; the hot ones (the webhook's read and write) are hand-written SQL, the
+ * reconciliation's and the checkout's go through TypeORM's Repository.
+ */
+
+/** Statuses in which a subscription still bills (or is about to): a second checkout would pay twice. */
+export const BILLING_STATUSES = ['active', 'trialing', 'past_due', 'unpaid', 'incomplete'] as const;
+
+/** A stored subscription, as far as event handling needs it. */
+export interface KnownSubscription {
+  organisationId: string;
+  customerId: string | null;
+  tier: string | null;
+  status: string | null;
+  pastDueSince: number | null;
+  lastEventCreated: number | null;
+  lastEventRank: number | null;
+  /** A `customer.subscription.deleted` event was applied: deleted for good. */
+  deleted: boolean;
+}
+
+/**
+ * What the reconciliation compares with the provider. Seats and the pending change (SPEC 11) join here
+ * when they are stored: `drifted` compares every field, and the sync reads them in `providerState`.
+ */
+export interface DriftState {
+  tier: string | null;
+  status: string | null;
+  periodStart: number | null;
+  periodEnd: number | null;
+}
+
+/** A stored subscription that is not deleted, with what the reconciliation compares. */
+export interface StoredSubscription {
+  id: string;
+  organisationId: string;
+  customerId: string | null;
+  state: DriftState;
+}
+
+/** One applied event's values; `deleted` marks a `customer.subscription.deleted`. */
+export interface SubscriptionWrite {
+  id: string;
+  organisationId: string;
+  customerId: string | null;
+  tier: string | null;
+  status: string | null;
+  periodStart: number | null;
+  periodEnd: number | null;
+  /** A new row's past_due_since (a stored one's is kept or set by UPSERT_SET). */
+  pastDueSince: number | null;
+  created: number;
+  rank: number;
+  deleted: boolean;
+}
+
+/**
+ * What an applied event changes on a stored subscription (`s`), given the event's values (EXCLUDED).
+ * `past_due_since` is the `created` of the first event showing past_due after another status: later
+ * retries do not restart grace.
+ */
+const UPSERT_SET = `tier = COALESCE(EXCLUDED.tier, s.tier), status = EXCLUDED.status,
+  current_period_start = EXCLUDED.current_period_start, current_period_end = EXCLUDED.current_period_end,
+  past_due_since = CASE WHEN EXCLUDED.status = 'past_due'
+                        THEN CASE WHEN s.status = 'past_due' AND s.past_due_since IS NOT NULL THEN s.past_due_since
+                                  ELSE EXCLUDED.last_event_created END END,
+  last_event_created = GREATEST(s.last_event_created, EXCLUDED.last_event_created),
+  last_event_rank = CASE WHEN EXCLUDED.last_event_created >= s.last_event_created OR s.last_event_created IS NULL
+                         THEN EXCLUDED.last_event_rank ELSE s.last_event_rank END,
+  deleted_event_created = CASE WHEN EXCLUDED.deleted_event_created IS NOT NULL THEN EXCLUDED.last_event_created END,
+  updated_at = now()`;
+
+const FIND_SQL = `
+  SELECT organisation_id AS "organisationId", customer_id AS "customerId", tier, status,
+         past_due_since AS "pastDueSince", last_event_created AS "lastEventCreated",
+         last_event_rank AS "lastEventRank", deleted_event_created IS NOT NULL AS deleted
+  FROM provider_subscriptions WHERE subscription_id = $1`;
+
+const UPSERT_SQL = `
+  INSERT INTO provider_subscriptions AS s (subscription_id, organisation_id, customer_id, tier, status,
+    current_period_start, current_period_end, past_due_since, last_event_created, last_event_rank,
+    deleted_event_created)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $11 THEN $9::bigint END)
+  ON CONFLICT (subscription_id) DO UPDATE SET ${UPSERT_SET}`;
+
+// `asOf` becomes the last event time (rank of an update), so an older event arriving later cannot undo it.
+const CORRECT_SQL = `
+  UPDATE provider_subscriptions SET tier = $2, status = $3, current_period_start = $4, current_period_end = $5,
+    past_due_since = $6, last_event_created = GREATEST(last_event_created, $7), last_event_rank = 2,
+    deleted_event_created = CASE WHEN $3 = 'canceled' THEN $7::bigint END, updated_at = now()
+  WHERE subscription_id = $1`;
+
+/**
+ * Billing's subscriptions as SQL fragments, for other modules' one-round-trip statements (the status read
+ * and the usage write derive the license from them inside their own statement).
+ */
+export const subscriptionSql = {
+  /**
+   * The subscriptions that can shape the organisation's license: not deleted, with a tier, and past
+   * `incomplete` (a first payment still pending grants nothing yet). Columns: tier, status,
+   * period_start, period_end, past_due_since, last_event_created.
+   */
+  licenseCandidates: (organisationId: string) => `
+    SELECT tier, status, current_period_start AS period_start, current_period_end AS period_end, past_due_since,
+           last_event_created
+    FROM provider_subscriptions
+    WHERE organisation_id = ${organisationId} AND deleted_event_created IS NULL
+      AND tier IS NOT NULL AND status IS NOT NULL AND status <> 'incomplete'`,
+};
+
+function stored(row: ProviderSubscription): StoredSubscription {
+  return {
+    id: row.subscriptionId,
+    organisationId: row.organisationId,
+    customerId: row.customerId,
+    state: { tier: row.tier, status: row.status, periodStart: row.currentPeriodStart, periodEnd: row.currentPeriodEnd },
+  };
+}
+
+const STORED_COLUMNS = {
+  subscriptionId: true,
+  organisationId: true,
+  customerId: true,
+  tier: true,
+  status: true,
+  currentPeriodStart: true,
+  currentPeriodEnd: true,
+} as const;
+
+@Injectable()
+export class ProviderSubscriptionsRepository {
+  async find(m: EntityManager, subscriptionId: string): Promise<KnownSubscription | undefined> {
+    const [row] = await preparedQuery<KnownSubscription>(m, FIND_SQL, [subscriptionId]);
+    return row;
+  }
+
+  /** Inserts the subscription or applies the event's values to the stored one (UPSERT_SET). */
+  async upsert(m: EntityManager, w: SubscriptionWrite): Promise<void> {
+    await preparedQuery(m, UPSERT_SQL, [
+      w.id,
+      w.organisationId,
+      w.customerId,
+      w.tier,
+      w.status,
+      w.periodStart,
+      w.periodEnd,
+      w.pastDueSince,
+      w.created,
+      w.rank,
+      w.deleted,
+    ]);
+  }
+
+  /** A page of the subscriptions not deleted, by id after `afterId`. */
+  async listNotDeleted(m: EntityManager, afterId: string | undefined, limit: number): Promise<StoredSubscription[]> {
+    const rows = await m.getRepository(ProviderSubscription).find({
+      select: STORED_COLUMNS,
+      where: { deletedEventCreated: IsNull(), ...(afterId === undefined ? {} : { subscriptionId: MoreThan(afterId) }) },
+      order: { subscriptionId: 'ASC' },
+      take: limit,
+    });
+    return rows.map(stored);
+  }
+
+  /** Those of `ids` stored and not deleted. */
+  async findNotDeleted(m: EntityManager, ids: string[]): Promise<StoredSubscription[]> {
+    if (!ids.length) return [];
+    const rows = await m.getRepository(ProviderSubscription).find({
+      select: STORED_COLUMNS,
+      where: { subscriptionId: In(ids), deletedEventCreated: IsNull() },
+    });
+    return rows.map(stored);
+  }
+
+  /** A subscription not deleted, with its grace start: what a correction starts from. */
+  async findForCorrection(m: EntityManager, subscriptionId: string): Promise<{ state: DriftState; pastDueSince: number | null } | undefined> {
+    const row = await m.getRepository(ProviderSubscription).findOne({
+      select: { tier: true, status: true, currentPeriodStart: true, currentPeriodEnd: true, pastDueSince: true },
+      where: { subscriptionId, deletedEventCreated: IsNull() },
+    });
+    if (!row) return undefined;
+    const state = { tier: row.tier, status: row.status, periodStart: row.currentPeriodStart, periodEnd: row.currentPeriodEnd };
+    return { state, pastDueSince: row.pastDueSince };
+  }
+
+  /** Writes a corrected state; a `canceled` one is deleted for good. */
+  async writeCorrection(m: EntityManager, subscriptionId: string, after: DriftState, pastDueSince: number | null, asOf: number): Promise<void> {
+    await preparedQuery(m, CORRECT_SQL, [subscriptionId, after.tier, after.status, after.periodStart, after.periodEnd, pastDueSince, asOf]);
+  }
+
+  /** The organisation's latest subscription in a billing status, if any. */
+  async latestBilling(m: EntityManager, organisationId: string): Promise<{ id: string; status: string } | undefined> {
+    const row = await m.getRepository(ProviderSubscription).findOne({
+      select: { subscriptionId: true, status: true },
+      where: { organisationId, deletedEventCreated: IsNull(), status: In([...BILLING_STATUSES]) },
+      order: { lastEventCreated: { direction: 'DESC', nulls: 'LAST' } },
+    });
+    return row ? { id: row.subscriptionId, status: row.status! } : undefined;
+  }
+}
