@@ -66,7 +66,7 @@ export const ERROR_CODES = {
   payment_provider_error: [500, 'The payment provider failed or could not be reached.'],
   payment_provider_busy: [503, "The payment provider's request budget is spent for now (its rate limit, or PAYPROVIDER_MAX_RPS); nothing was done. Retry after Retry-After seconds."],
   service_unavailable: [503, 'The service is temporarily unavailable.'],
-  database_unavailable: [503, 'The database is unreachable.'],
+  database_unavailable: [503, 'The database could not be reached or did not answer (connection refused or lost, no connection within 3 s, no answer within DATABASE_QUERY_TIMEOUT_MS). Retry.'],
   jwks_unavailable: [503, "A JWT names a signing key (kid) this service has not cached, and AUTH_JWT_JWKS_URL could not be fetched or is not a key set. Retry; tokens with a cached key keep working."],
   database_timeout: [503, 'The database did not answer within DATABASE_STATEMENT_TIMEOUT_MS; the work was rolled back. Retry.'],
   event_not_stored: [503, 'The webhook event could not be stored; the provider retries it.'],

@@ -68,11 +68,11 @@ export function toErrorBody(exception: unknown): ErrorBody {
     const message = typeof response === 'string' ? response : (response as { message?: unknown }).message;
     return shape(status, DEFAULT_CODES[status] ?? 'error', typeof message === 'string' ? message : exception.message);
   }
-  const timeout = databaseTimeout(exception);
-  if (timeout === 'server') {
+  const database = databaseFailure(exception);
+  if (database === 'timeout') {
     return shape(503, 'database_timeout', 'The database did not answer in time; nothing was changed. Try again shortly.');
   }
-  if (timeout === 'client') return shape(503, 'database_unavailable', 'The database did not answer. Try again shortly.');
+  if (database === 'unavailable') return shape(503, 'database_unavailable', 'The database could not be reached. Try again shortly.');
   const status = httpStatusOf(exception);
   if (status === 413) return shape(413, 'payload_too_large', 'The request body is larger than 1 MiB.');
   if (status === 400 && (exception as { type?: string }).type === 'entity.parse.failed') {
@@ -89,17 +89,39 @@ function shape(statusCode: number, code: ErrorCode, message: string): ErrorBody 
 /** The error shape, for answers written outside Express (ops/http-server.ts). */
 export const errorBody = shape;
 
+// PostgreSQL cancelled the statement (DATABASE_STATEMENT_TIMEOUT_MS: 57014, lock_timeout: 55P03) and rolled
+// its transaction back.
+const CANCELLED = new Set(['57014', '55P03']);
+// The connection failed, not the statement: class 08 (connection exception), 57P01-57P03 (the server shutting
+// down, crashed, or not accepting connections yet), 53300 (too many connections).
+const CONNECTION_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[1-3]|53300)$/;
+const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+// node-postgres's own errors: a connection lost, none free in time (pool), an answer that never came
+// (DATABASE_QUERY_TIMEOUT_MS, the backstop for a database that does not answer at all).
+const CONNECTION_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect$|Query read timeout$|Client has encountered a connection error)/;
+
 /**
- * 'server': PostgreSQL cancelled a statement at DATABASE_STATEMENT_TIMEOUT_MS (57014) or a lock wait at its
- * lock_timeout (55P03), rolling its transaction back. 'client': the backstop, node-postgres stopped waiting
- * (DATABASE_QUERY_TIMEOUT_MS) for a database that did not answer at all. Both transient: 503, so a client
- * retries; only the first may promise that nothing was changed.
+ * 'timeout': PostgreSQL gave up on the statement, so nothing was changed. 'unavailable': the database could not
+ * be reached or did not answer, whether from the driver directly (getting a connection) or wrapped by TypeORM
+ * (QueryFailedError's driverError) or as an error's cause. Both transient: 503, so a client retries. A failed
+ * statement rolls its transaction back; only a connection lost while its COMMIT was on the way leaves the
+ * outcome unknown, which is why the 'unavailable' message promises nothing.
  */
-function databaseTimeout(exception: unknown): 'server' | 'client' | undefined {
-  const e = exception as { code?: unknown; message?: unknown; driverError?: { code?: unknown; message?: unknown } } | null;
-  const code = e?.driverError?.code ?? e?.code;
-  if (code === '57014' || code === '55P03') return 'server';
-  return (e?.driverError?.message ?? e?.message) === 'Query read timeout' ? 'client' : undefined;
+function databaseFailure(exception: unknown): 'timeout' | 'unavailable' | undefined {
+  for (let e = exception as DriverError | undefined, depth = 0; e && depth < 4; e = e.driverError ?? e.cause, depth++) {
+    const code = typeof e.code === 'string' ? e.code : undefined;
+    if (code && CANCELLED.has(code)) return 'timeout';
+    if (code && (CONNECTION_SQLSTATE.test(code) || CONNECTION_ERRNOS.has(code))) return 'unavailable';
+    if (typeof e.message === 'string' && CONNECTION_MESSAGE.test(e.message)) return 'unavailable';
+  }
+  return undefined;
+}
+
+interface DriverError {
+  code?: unknown;
+  message?: unknown;
+  driverError?: DriverError;
+  cause?: DriverError;
 }
 
 function genericMessage(status: number): string {

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import * as pg from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { trackPool } from '../ops/metrics';
+import { ClosingClient } from './closing-client';
 
 /**
  * node-postgres, with every pool it creates reported to the pool gauges of /metrics while it is open.
@@ -40,6 +41,7 @@ interface PoolOptions {
   options?: string;
   query_timeout?: number;
   idleTimeoutMillis: number;
+  Client: typeof ClosingClient;
 }
 
 /**
@@ -56,6 +58,7 @@ export function typeOrmOptions(opts: DatabaseOptions): DataSourceOptions {
     ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : { options: '-c statement_timeout=0' }),
     query_timeout: opts.queryTimeoutMs || undefined,
     idleTimeoutMillis: 30_000,
+    Client: ClosingClient,
   };
   return {
     type: 'postgres',
