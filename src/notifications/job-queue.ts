@@ -1,8 +1,10 @@
 import { Logger as NestLogger } from '@nestjs/common';
 import { Logger, runMigrations } from 'graphile-worker';
+import { Pool } from 'pg';
+import { ClosingClient } from '../database/closing-client';
 
 /**
- * The PostgreSQL job queue (graphile-worker 0.16, the last major that runs on Node 20): jobs are rows in
+ * The PostgreSQL job queue (graphile-worker 0.17, the last major that runs on Node 20; 0.18 needs Node 22): jobs are rows in
  * its own schema `graphile_worker`, taken with SELECT … FOR UPDATE SKIP LOCKED by any instance, so a job
  * survives restarts and runs on one instance at a time. Jobs are added with the SQL function
  * `graphile_worker.add_job(…)` inside our own transactions (through the app's pool, pooler or not); only
@@ -33,4 +35,27 @@ export function queueLogger(opts: { chatter: boolean } = { chatter: true }): Log
  */
 export async function installJobQueueSchema(url: string): Promise<void> {
   await runMigrations({ connectionString: url, maxPoolSize: 1, logger: queueLogger({ chatter: false }) });
+}
+
+// The queue's own statements are short: one unanswered this long is a stalled database (the app's pool has
+// DATABASE_QUERY_TIMEOUT_MS for the same reason). Without it, a stalled connection holds a worker for ever.
+const QUEUE_QUERY_TIMEOUT_MS = 10_000;
+
+/**
+ * The worker's pool: sessions for its LISTEN and its job fetches. Errors of idle and of checked-out
+ * connections are logged (an unhandled one would end the process); the pool replaces broken connections.
+ */
+export function jobQueuePool(url: string | undefined, max: number): Pool {
+  const logger = new NestLogger('JobQueue');
+  const pool = new Pool({
+    connectionString: url,
+    max,
+    application_name: 'billing-licensing-service:notifications',
+    connectionTimeoutMillis: 5000,
+    query_timeout: QUEUE_QUERY_TIMEOUT_MS,
+    Client: ClosingClient,
+  });
+  pool.on('error', (err) => logger.warn(`idle job-queue connection failed: ${err.message}`));
+  pool.on('connect', (client) => client.on('error', (err) => logger.warn(`job-queue connection failed: ${err.message}`)));
+  return pool;
 }

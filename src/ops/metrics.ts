@@ -50,6 +50,12 @@ export const notificationDeliveries = new Counter({
   registers: [registry],
 });
 
+export const jobQueueRestarts = new Counter({
+  name: 'job_queue_restarts_total',
+  help: 'Times the notifications job queue stopped on an error (e.g. the database lost mid-job) and was started again',
+  registers: [registry],
+});
+
 /** Pools of the live DataSources (one in production; tests run several apps in one process). */
 const pools = new Set<PoolCounts>();
 
