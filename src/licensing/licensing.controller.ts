@@ -8,10 +8,13 @@ import {
   CheckResponse,
   LicenseStatusResponse,
   OrganisationQuery,
+  UsageBatchBody,
+  UsageBatchResponse,
   UsageReportBody,
   UsageResponse,
 } from './licensing.dto';
 import { LicensingService } from './licensing.service';
+import { UsageBatchService } from './usage-batch.service';
 import { UsageService } from './usage.service';
 
 @ApiTags('licensing')
@@ -20,6 +23,7 @@ export class LicensingController {
   constructor(
     private readonly licensing: LicensingService,
     private readonly usage: UsageService,
+    private readonly batch: UsageBatchService,
   ) {}
 
   @Get('status')
@@ -56,5 +60,17 @@ export class LicensingController {
       amount: body.amount,
       idempotencyKey: body.idempotency_key,
     });
+  }
+
+  @Post('usage/batch')
+  @HttpCode(200)
+  @ServiceKey()
+  @ApiOperation({
+    summary: 'Report 1 to 1000 usage events at once; each gets the answer a single report would (a malformed batch: 400, nothing applied)',
+  })
+  @ApiOkResponse({ type: UsageBatchResponse })
+  @ApiErrors(400, 401, 403)
+  async reportBatch(@Body() body: UsageBatchBody): Promise<UsageBatchResponse> {
+    return { results: await this.batch.record(body.events) };
   }
 }

@@ -1,5 +1,21 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsOptional, IsUUID, Matches, Max, Min, NotEquals } from 'class-validator';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  IsUUID,
+  Matches,
+  Max,
+  Min,
+  NotEquals,
+  ValidateNested,
+} from 'class-validator';
 import { QueryInt } from '../common/query-int.decorator';
 import { METERED_METRICS, MeteredMetric, Metric, METRICS } from '../config/tiers';
 
@@ -88,4 +104,63 @@ export class CheckResponse {
   @ApiProperty({ type: 'integer' }) used: number;
   @ApiProperty({ type: 'integer' }) limit: number;
   @ApiProperty({ type: 'integer', description: 'max(limit - used, 0)' }) remaining: number;
+}
+
+export const MAX_BATCH_EVENTS = 1000;
+
+/**
+ * One event of a batch, checked here for its shape only (JSON types, no missing or unknown field): a
+ * malformed one refuses the whole batch. Its values are checked per event with UsageReportBody's rules.
+ */
+export class UsageBatchEvent {
+  @ApiProperty({ format: 'uuid', example: '2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11' })
+  @IsString()
+  organisation_id: string;
+
+  @ApiProperty({ enum: METERED_METRICS, example: 'ai_tokens', description: 'Another string fails this event alone (400).' })
+  @IsString()
+  metric: string;
+
+  @ApiProperty({ type: 'integer', description: 'A JSON integer; its range and sign are checked per event, as for a single report.', example: 1 })
+  @IsInt()
+  amount: number;
+
+  @ApiPropertyOptional({ description: 'Shares the key space of single reports of the organisation.', maxLength: 255, example: 'run-7d1f0c2e-step-3' })
+  @IsOptional()
+  @IsString()
+  idempotency_key?: string;
+}
+
+export class UsageBatchBody {
+  @ApiProperty({ type: () => [UsageBatchEvent], minItems: 1, maxItems: MAX_BATCH_EVENTS })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(MAX_BATCH_EVENTS)
+  @IsObject({ each: true })
+  @ValidateNested({ each: true })
+  @Type(() => UsageBatchEvent)
+  events: UsageBatchEvent[];
+}
+
+/** What a single report of the event would have answered: its status, and the counter when it reached one. */
+export class UsageBatchResult {
+  @ApiProperty({ type: 'integer', example: 200, description: '200, or the status a single report would get (400, 402, 404, 409; 5xx: not applied)' })
+  status: number;
+
+  @ApiProperty({ type: 'integer', nullable: true, description: 'The counter after the event (200) or that refused it (402); else null' })
+  used: number | null;
+
+  @ApiProperty({ type: 'integer', nullable: true, description: 'The limit in force (200, 402); else null' })
+  limit: number | null;
+
+  @ApiProperty({ type: 'boolean', nullable: true, description: 'used >= limit (200, 402); else null' })
+  at_capacity: boolean | null;
+
+  @ApiPropertyOptional({ description: "The error code a single report would get (absent on 200)", example: 'limit_exceeded' })
+  code?: string;
+}
+
+export class UsageBatchResponse {
+  @ApiProperty({ type: () => [UsageBatchResult], description: 'One per event, in order' })
+  results: UsageBatchResult[];
 }

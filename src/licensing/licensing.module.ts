@@ -4,6 +4,7 @@ import { LicensingService } from './licensing.service';
 import { MemberLimitPolicy } from '../identity/member-limit.port';
 import { LicensingRepository } from './licensing.repository';
 import { UsageRepository } from './usage.repository';
+import { UsageBatchService } from './usage-batch.service';
 import { UsageService } from './usage.service';
 import { NotificationsModule } from '../notifications/notifications.module';
 
@@ -19,6 +20,7 @@ import { NotificationsModule } from '../notifications/notifications.module';
     LicensingService,
     UsageRepository,
     UsageService,
+    UsageBatchService,
     { provide: MemberLimitPolicy, useExisting: LicensingService },
   ],
   exports: [LicensingService, MemberLimitPolicy],

@@ -63,9 +63,17 @@ export class UsageService {
     if (row) return { metric, used: row.used, limit: row.limit, at_capacity: row.used >= row.limit };
     // Refused, or no such organisation: read why (404 from status) and say so.
     const { used, limit } = (await this.licensing.status(report.organisationId, null, m)).usage[metric];
-    throw new AppException(
-      'limit_exceeded',
-      `Adding ${amount} ${metric} would exceed the limit of ${limit} in force (${used} used); nothing was recorded.`,
-    );
+    throw new LimitExceeded(used, limit, `Adding ${amount} ${metric} would exceed the limit of ${limit} in force (${used} used); nothing was recorded.`);
+  }
+}
+
+/** A 402: the counter and the limit it was refused against travel with it (a batch result shows them). */
+export class LimitExceeded extends AppException {
+  constructor(
+    readonly used: number,
+    readonly limit: number,
+    message: string,
+  ) {
+    super('limit_exceeded', message);
   }
 }

@@ -4,5 +4,6 @@ import '../licensing-status.e2e-spec';
 import '../licensing-check.e2e-spec';
 import '../licensing-cli.e2e-spec';
 import '../usage.e2e-spec';
+import '../usage-batch.e2e-spec';
 import '../hot-statement-plans.e2e-spec';
 import '../data-growth.e2e-spec';

@@ -99,6 +99,12 @@ export function createClient(options: ClientOptions) {
     // The web app's back end (X-Service-Key).
     /** `POST /api/licensing/usage`: add usage; refused past the limit (402 `limit_exceeded`). */
     reportUsage: (body: Body<'/api/licensing/usage', 'post'>) => call(api.POST('/api/licensing/usage', { body })),
+    /**
+     * `POST /api/licensing/usage/batch`: 1 to 1000 events; `results[i]` is what `reportUsage(events[i])` would
+     * have answered (`status`, and `code` when refused), so check each. Throws only for a malformed batch (400).
+     */
+    reportUsageBatch: (events: Body<'/api/licensing/usage/batch', 'post'>['events']) =>
+      call(api.POST('/api/licensing/usage/batch', { body: { events } })),
     admin: {
       /** `POST /api/admin/organisations`: idempotent by `external_id`. */
       createOrganisation: (body: Body<'/api/admin/organisations', 'post'>) => call(api.POST('/api/admin/organisations', { body })),

@@ -237,6 +237,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/licensing/usage/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Report 1 to 1000 usage events at once; each gets the answer a single report would (a malformed batch: 400, nothing applied) */
+        post: operations["LicensingController_reportBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/billing/session": {
         parameters: {
             query?: never;
@@ -665,6 +682,54 @@ export interface components {
             at_capacity: boolean;
             /** @enum {string} */
             metric: "projects" | "ai_tokens";
+        };
+        UsageBatchEvent: {
+            /**
+             * Format: uuid
+             * @example 2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11
+             */
+            organisation_id: string;
+            /**
+             * @description Another string fails this event alone (400).
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /**
+             * @description A JSON integer; its range and sign are checked per event, as for a single report.
+             * @example 1
+             */
+            amount: number;
+            /**
+             * @description Shares the key space of single reports of the organisation.
+             * @example run-7d1f0c2e-step-3
+             */
+            idempotency_key?: string;
+        };
+        UsageBatchBody: {
+            events: components["schemas"]["UsageBatchEvent"][];
+        };
+        UsageBatchResult: {
+            /**
+             * @description 200, or the status a single report would get (400, 402, 404, 409; 5xx: not applied)
+             * @example 200
+             */
+            status: number;
+            /** @description The counter after the event (200) or that refused it (402); else null */
+            used: number | null;
+            /** @description The limit in force (200, 402); else null */
+            limit: number | null;
+            /** @description used >= limit (200, 402); else null */
+            at_capacity: boolean | null;
+            /**
+             * @description The error code a single report would get (absent on 200)
+             * @example limit_exceeded
+             */
+            code?: string;
+        };
+        UsageBatchResponse: {
+            /** @description One per event, in order */
+            results: components["schemas"]["UsageBatchResult"][];
         };
         CheckoutSessionResult: {
             /** @example cs_test_a1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY */
@@ -2400,6 +2465,111 @@ export interface operations {
                 };
             };
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    LicensingController_reportBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UsageBatchBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageBatchResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

@@ -93,6 +93,14 @@ describe('packages/client against the service', () => {
     const refused = await backEnd.reportUsage({ organisation_id: organisation.id, metric: 'projects', amount: 1 }).catch((err: unknown) => err);
     expect(isServiceError(refused, 'limit_exceeded') && refused.status).toBe(402);
     expect(await backEnd.check({ organisation_id: organisation.id, metric: 'projects', amount: 1 })).toMatchObject({ allowed: false });
+    const batch = await backEnd.reportUsageBatch([
+      { organisation_id: organisation.id, metric: 'ai_tokens', amount: 10 },
+      { organisation_id: organisation.id, metric: 'projects', amount: 1 },
+    ]);
+    expect(batch.results).toEqual([
+      { status: 200, used: 10, limit: 100_000, at_capacity: false },
+      { status: 402, used: 3, limit: 3, at_capacity: true, code: 'limit_exceeded' },
+    ]);
 
     const message = await waitFor('its usage.capacity notification', () => receiver.received.find((m) => m.data.organisation_id === organisation.id));
     expect(message).toMatchObject({ type: 'usage.capacity', data: { metric: 'projects', at_capacity: true, external_id: 'client_d' } });
