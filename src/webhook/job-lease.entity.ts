@@ -2,7 +2,7 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /**
  * Who runs a periodic job (the provider reconciliation) until when: one instance at a time takes the
- * lease of an expired row; a holder that dies frees it by expiry. Written only by JobLeases.
+ * lease of an expired row; a holder that dies frees it by expiry. Written only by JobLeasesRepository.
  */
 @Entity('job_leases')
 export class JobLease {

@@ -1,10 +1,9 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { providerSyncRuns } from '../ops/metrics';
+import { JobLeasesRepository } from './job-leases.repository';
 import { ProviderSync } from './provider-sync.service';
 
 const JOB = 'provider_sync';
@@ -23,7 +22,7 @@ export class ProviderSyncSchedule implements OnApplicationBootstrap, OnApplicati
   private running?: Promise<void>;
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly leases: JobLeasesRepository,
     private readonly sync: ProviderSync,
     private readonly config: AppConfig,
   ) {}
@@ -45,19 +44,11 @@ export class ProviderSyncSchedule implements OnApplicationBootstrap, OnApplicati
     if (this.running) return 'skipped';
     // The lease outlives the longest run we expect; a longer run could overlap one other run, never corrupt.
     const leaseS = Math.max(2 * (this.config.providerSyncIntervalS ?? 0), 600);
-    const [lease] = await this.db
-      .query(
-        `INSERT INTO job_leases AS l (name, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
-         ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-         WHERE l.expires_at < now()
-         RETURNING holder`,
-        [JOB, this.holder, leaseS],
-      )
-      .catch((err: Error) => {
-        this.logger.error({ msg: 'provider sync: could not take the lease; trying at the next interval', err });
-        return [];
-      });
-    if (!lease) return 'skipped';
+    const taken = await this.leases.take(JOB, this.holder, leaseS).catch((err: Error) => {
+      this.logger.error({ msg: 'provider sync: could not take the lease; trying at the next interval', err });
+      return false;
+    });
+    if (!taken) return 'skipped';
     this.running = this.runOnce().finally(() => (this.running = undefined));
     await this.running;
     return 'ran';
@@ -72,9 +63,7 @@ export class ProviderSyncSchedule implements OnApplicationBootstrap, OnApplicati
       providerSyncRuns.inc({ outcome: 'failed' });
       this.logger.error({ msg: 'provider sync failed; trying again at the next interval', err });
     } finally {
-      await this.db
-        .query(`UPDATE job_leases SET expires_at = now() WHERE name = $1 AND holder = $2`, [JOB, this.holder])
-        .catch(() => undefined);
+      await this.leases.release(JOB, this.holder).catch(() => undefined);
     }
   }
 }

@@ -13,7 +13,7 @@ import { providerSyncChanges } from '../ops/metrics';
 import { EventDispatcher } from './event-dispatcher';
 import { lockProviderIds } from './event-ledger';
 import { parseEvent } from './provider-event';
-import { SyncSpill } from './sync-spill';
+import { SyncSpillRepository } from './sync-spill.repository';
 import { knownEventIds } from './webhook-ledger.repository';
 import { resolveTier } from './tier-resolution';
 
@@ -54,7 +54,7 @@ export class ProviderSync {
     private readonly subscriptions: ProviderSubscriptions,
     private readonly config: AppConfig,
     private readonly notifications: NotificationsService,
-    private readonly spill: SyncSpill,
+    private readonly spill: SyncSpillRepository,
   ) {}
 
   async run(sinceDays = EVENT_RETENTION_DAYS): Promise<SyncSummary> {

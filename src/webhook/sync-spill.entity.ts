@@ -5,7 +5,7 @@ import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
  * holds one page, not the account: the events the ledger lacks (the provider lists newest first; they are
  * applied oldest first from here once every page is walked), and the ids of the subscriptions the list
  * showed (the known ones it did not show are then fetched alone). A run deletes its rows when it ends;
- * rows of a run that died are deleted by a later run. Written only by SyncSpill.
+ * rows of a run that died are deleted by a later run. Written only by SyncSpillRepository.
  */
 @Entity('provider_sync_spill')
 @Check('provider_sync_spill_kind_check', `kind IN ('event', 'subscription')`)

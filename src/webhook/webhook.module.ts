@@ -9,7 +9,8 @@ import { InvoicePaidHandler, InvoicePaymentSucceededHandler } from './paid-invoi
 import { OrganisationLinks } from './organisation-links';
 import { ProviderSync } from './provider-sync.service';
 import { ProviderSyncSchedule } from './provider-sync.schedule';
-import { SyncSpill } from './sync-spill';
+import { SyncSpillRepository } from './sync-spill.repository';
+import { JobLeasesRepository } from './job-leases.repository';
 import { SubscriptionCreatedHandler, SubscriptionDeletedHandler, SubscriptionUpdatedHandler } from './subscription.handlers';
 import { WebhookController } from './webhook.controller';
 import { WebhookSignatureGuard } from './webhook-signature.guard';
@@ -34,7 +35,8 @@ import { WebhookSignatureGuard } from './webhook-signature.guard';
     CustomerDeletedHandler,
     ProviderSync,
     ProviderSyncSchedule,
-    SyncSpill,
+    SyncSpillRepository,
+    JobLeasesRepository,
   ],
   exports: [EventDispatcher, ProviderSync],
 })
