@@ -310,6 +310,12 @@ async function grow(url, rows) {
   }
 }
 
+/** Every ai_tokens unit counted so far (the usage steps report 1 each). */
+async function tokensCounted(admin) {
+  const { rows } = await admin.query(`SELECT COALESCE(sum(used), 0)::bigint AS n FROM usage_counters WHERE metric = 'ai_tokens'`);
+  return Number(rows[0].n);
+}
+
 /** Ledger rows by status, to tell what a webhook step's events did. */
 async function ledgerCounts(admin) {
   const { rows } = await admin.query(`SELECT status, count(*)::int AS n FROM webhook_events GROUP BY status`);
@@ -451,6 +457,11 @@ function scenarios(base, { token, orgIds, webhookOrgs }) {
       opts: webhookScenario(base, webhookEvents(webhookOrgs.slice(WEBHOOK_ORGS))),
     },
     {
+      name: USAGE_BATCH,
+      eventsPerRequest: BATCH_EVENTS,
+      opts: { url: base, connections: BATCH_CONNECTIONS, requests: [{ setupRequest: usageBatchRequest(orgIds) }] },
+    },
+    {
       name: 'POST /api/licensing/usage',
       opts: {
         url: base,
@@ -470,6 +481,31 @@ function scenarios(base, { token, orgIds, webhookOrgs }) {
   ];
 }
 
+// The bulk usage step (issue #29): batches of BATCH_EVENTS events spread over BATCH_ORGS organisations, on
+// BATCH_CONNECTIONS connections; its figure is events per second.
+const BATCH_EVENTS = 500;
+const BATCH_ORGS = 200;
+const BATCH_CONNECTIONS = 8;
+const USAGE_BATCH = `POST /api/licensing/usage/batch (${BATCH_EVENTS} events over ${BATCH_ORGS} organisations, ${BATCH_CONNECTIONS} connections)`;
+
+/** Bodies made once (building 500 events per request would measure this process): each batch starts elsewhere. */
+function usageBatchRequest(orgIds) {
+  const orgs = orgIds.slice(0, BATCH_ORGS);
+  const bodies = Array.from({ length: 8 }, (_, b) =>
+    JSON.stringify({
+      events: Array.from({ length: BATCH_EVENTS }, (_, i) => ({ organisation_id: orgs[(b * 25 + i) % orgs.length], metric: 'ai_tokens', amount: 1 })),
+    }),
+  );
+  let n = 0;
+  return (req) => ({
+    ...req,
+    method: 'POST',
+    path: '/api/licensing/usage/batch',
+    headers: { 'content-type': 'application/json', 'x-service-key': SERVICE_KEY },
+    body: bodies[n++ % bodies.length],
+  });
+}
+
 const run = (opts, duration) => autocannon({ connections: CONNECTIONS, duration, ...opts });
 
 // The targets of issue #18, checked against this run (informational: the exit code only reflects failed
@@ -480,6 +516,16 @@ const TARGETS = [
   { endpoint: WEBHOOKS_HOT, p99Under: 1000, non2xx: 0 },
   { endpoint: 'POST /api/licensing/usage', ratio: 0.7 },
 ];
+
+/** Issue #29's bulk target, and the batch step beside the single-report step of the same run. */
+function printBatchFigures(rows) {
+  const batch = rows.find((r) => r.name === USAGE_BATCH);
+  if (!batch) return;
+  const events = batch.r.requests.average * BATCH_EVENTS;
+  const single = rows.find((r) => r.name === 'POST /api/licensing/usage');
+  const beside = single ? `; ${(events / single.r.requests.average).toFixed(1)} × the single reports' ${Math.round(single.r.requests.average)}/s` : '';
+  console.log(`${USAGE_BATCH}: ${Math.round(events)} events/s (target ≥ 10000) ${events >= 10_000 ? 'met' : 'MISSED'}${beside}`);
+}
 
 function printTargets(rows, baseline, baselineP99) {
   for (const target of TARGETS) {
@@ -523,14 +569,22 @@ async function main() {
     const rows = [];
     const selected = scenarios(base, seeded).filter((s, i) => i === 0 || !ONLY || s.name.includes(ONLY));
     const outcomes = [];
-    for (const { name, opts } of selected) {
+    for (const { name, opts, eventsPerRequest } of selected) {
       const ledgerBefore = await ledgerCounts(admin);
-      await run(opts, WARMUP_S);
+      const tokensBefore = await tokensCounted(admin);
+      const warm = await run(opts, WARMUP_S);
       const { r, cpuPerRequest, dbCpuPerRequest, benchCpuPerRequest, backends } = await measure(opts, server, admin, db);
       rows.push({ name, r, cpuPerRequest, dbCpuPerRequest, benchCpuPerRequest });
       if (r.non2xx || r.errors || r.timeouts) failed = true;
       if (name.includes('/api/webhooks/')) {
         outcomes.push(`${name}: ${ledgerDelta(ledgerBefore, await ledgerCounts(admin))}; its database connections on average: ${backendsLine(backends)}`);
+      }
+      if (eventsPerRequest) {
+        // Every event of every batch answered must be counted (a batch answers 200 even when events in it fail).
+        const counted = (await tokensCounted(admin)) - tokensBefore;
+        const answered = (warm['2xx'] + r['2xx']) * eventsPerRequest;
+        outcomes.push(`${name}: ${counted} events counted for ${answered} answered (warm-up included)${counted < answered ? ' — EVENTS FAILED' : ''}`);
+        if (counted < answered) failed = true;
       }
     }
     if (SCALE) {
@@ -569,9 +623,10 @@ async function main() {
     );
     console.log(`server peak RSS: ${peakRssMiB(server.pid).toFixed(0)} MiB`);
     printTargets(rows, baseline, rows[0].r.latency.p99);
+    printBatchFigures(rows);
     // What the events did (warm-up included; a step whose events were mostly `failed` measures nothing real),
     // and what the database connections did meanwhile.
-    for (const line of outcomes) console.log(`ledger ${line}`);
+    for (const line of outcomes) console.log(line.startsWith('POST /api/webhooks') ? `ledger ${line}` : line);
     if (scaleSummary) console.log(scaleSummary);
   } finally {
     await admin?.end();
