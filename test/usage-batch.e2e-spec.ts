@@ -65,11 +65,11 @@ describe('POST /api/licensing/usage/batch', () => {
 
   describe('a malformed batch → 400 validation_failed and nothing applied', () => {
     let org: string;
-    beforeAll(async () => {
+    beforeEach(async () => {
       org = await newOrg();
     });
     const valid = () => ({ organisation_id: org, metric: 'projects', amount: 1 });
-    // Built per test (org exists by then); a malformed event sits between valid ones.
+    // Built per test, each with an organisation of its own; a malformed event sits between valid ones.
     const withBad = (bad: (event: object) => unknown) => () => ({ events: [valid(), bad(valid()), valid()] });
 
     it.each([
@@ -99,7 +99,6 @@ describe('POST /api/licensing/usage/batch', () => {
     it('the same batch well formed applies (the cases above fail for their flaw alone)', async () => {
       const res = await batch(withBad((e) => e)()).expect(200);
       expect(res.body.results.map((r: { status: number }) => r.status)).toEqual([200, 200, 200]);
-      await t.db.query(`DELETE FROM usage_counters WHERE organisation_id = $1`, [org]);
     });
 
     it('no service key → 401, nothing applied', async () => {
