@@ -149,18 +149,38 @@ describe('POST /api/licensing/usage/batch', () => {
   it('batches racing single reports on one organisation accept exactly the limit, never more', async () => {
     const org = await newOrg();
     await setLicense(t, org, { tier: 'pro', status: 'active' }); // 25 projects
-    const events = { events: Array.from({ length: 30 }, () => ({ organisation_id: org, metric: 'projects', amount: 1 })) };
+    // Batches of 10 (each first tried as one sum) and of 30 (a sum that never fits: one by one).
+    const events = (n: number) => ({ events: Array.from({ length: n }, () => ({ organisation_id: org, metric: 'projects', amount: 1 })) });
     const answers = await Promise.all([
-      batch(events),
+      batch(events(10)),
+      batch(events(30)),
       ...Array.from({ length: 30 }, () => single({ organisation_id: org, metric: 'projects', amount: 1 })),
-      batch(events),
+      batch(events(10)),
+      batch(events(10)),
     ]);
     const statuses = [
       ...answers.flatMap((r) => (r.body.results ? r.body.results.map((x: { status: number }) => x.status) : [r.status])),
     ];
     expect(statuses.filter((s) => s === 200)).toHaveLength(25);
     expect(statuses.filter((s) => s === 402)).toHaveLength(65);
+    // Each accepted event saw a counter value of its own: none was applied twice or to the same state.
+    const used = answers.flatMap((r) => (r.body.results ?? [r.body]).filter((x: { used?: number; status?: number }) => x.status !== 402 && x.used !== undefined));
+    expect(used.map((x: { used: number }) => x.used).sort((a: number, b: number) => a - b)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
     expect(await counters(t, org)).toEqual([{ metric: 'projects', period_start: 0, used: 25 }]);
+  });
+
+  it('increases without keys that fit together: the counter values one by one would give, one capacity message at the last', async () => {
+    const org = await newOrg();
+    const ev = { organisation_id: org, metric: 'projects', amount: 1 };
+    expect((await batch({ events: [ev, ev, ev] }).expect(200)).body.results).toEqual([ok(1, 3), ok(2, 3), ok(3, 3)]);
+    const refused = { status: 402, used: 3, limit: 3, at_capacity: true, code: 'limit_exceeded' };
+    expect((await batch({ events: [ev, ev] }).expect(200)).body.results).toEqual([refused, refused]);
+    const messages = await t.db.query(
+      `SELECT body::json -> 'data' ->> 'used' AS used FROM notification_messages WHERE organisation_id = $1 AND type = 'usage.capacity'`,
+      [org],
+    );
+    expect(messages).toEqual([{ used: '3' }]);
+    expect(await counters(t, org)).toEqual([{ metric: 'projects', period_start: 0, used: 3 }]);
   });
 
   it('a usage.capacity message per crossing, once, also when the batch is sent again', async () => {
