@@ -3,11 +3,25 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config/app-config';
-import { DEFAULT_TIERS } from '../src/config/tiers';
+import { DEFAULT_TIERS, limitsOf, TierPlan } from '../src/config/tiers';
 import { ROOT } from './support/run-cli';
 
 const dir = () => mkdtempSync(join(tmpdir(), 'billing-tiers-'));
 const LIMITS = { projects: 1, ai_tokens: 2, users: 3 };
+const LIMITS_FREE = { projects: 3, ai_tokens: 100_000, users: 3 };
+
+/** SPEC 11.1's example file. */
+const SPEC_EXAMPLE = {
+  free: { projects: 3, ai_tokens: 100000, users: 3 },
+  pro: { projects: 25, ai_tokens: 2000000, users: 10, trial_days: 14, features: { api_access: true } },
+  team: {
+    projects: 100,
+    ai_tokens: { limit: 10000000, overage: 'bill' },
+    users: { per_seat: true, max: 500 },
+    features: { api_access: true, audit_log: true },
+    metrics: { storage_gb: 100 },
+  },
+};
 
 function tiersFile(content: string): string {
   const file = join(dir(), 'tiers.json');
@@ -16,22 +30,73 @@ function tiersFile(content: string): string {
 }
 const load = (file: string) => loadConfig({ DATA_DIR: dir(), PAYPROVIDER_WEBHOOK_SECRET: 'whsec_x', TIERS_FILE: file });
 
+const plain = (limits: Record<string, number>, more: Partial<TierPlan> = {}): TierPlan => ({
+  metrics: Object.fromEntries(Object.entries(limits).map(([m, limit]) => [m, { limit, overage: 'block' }])),
+  features: {},
+  trialDays: 0,
+  perSeat: false,
+  ...more,
+});
+
 describe('TIERS_FILE', () => {
-  it('without it, the built-in table of the specification applies', () => {
-    expect(loadConfig({ DATA_DIR: dir(), PAYPROVIDER_WEBHOOK_SECRET: 'whsec_x' }).tiers).toEqual({
-      free: { projects: 3, ai_tokens: 100_000, users: 3 },
-      pro: { projects: 25, ai_tokens: 2_000_000, users: 10 },
-      team: { projects: 100, ai_tokens: 10_000_000, users: 50 },
-      enterprise: { projects: 1000, ai_tokens: 100_000_000, users: 1000 },
+  it('without it, the built-in table of the specification applies: its limits, and features from pro up', () => {
+    const tiers = loadConfig({ DATA_DIR: dir(), PAYPROVIDER_WEBHOOK_SECRET: 'whsec_x' }).tiers;
+    expect(tiers).toBe(DEFAULT_TIERS);
+    const features = (api_access: boolean, audit_log: boolean, sso: boolean) => ({ api_access, audit_log, sso });
+    expect(tiers).toEqual({
+      free: plain({ projects: 3, ai_tokens: 100_000, users: 3 }, { features: features(false, false, false) }),
+      pro: plain({ projects: 25, ai_tokens: 2_000_000, users: 10 }, { features: features(true, false, false) }),
+      team: plain({ projects: 100, ai_tokens: 10_000_000, users: 50 }, { features: features(true, true, false) }),
+      enterprise: plain({ projects: 1000, ai_tokens: 100_000_000, users: 1000 }, { features: features(true, true, true) }),
     });
-    expect(DEFAULT_TIERS.free).toEqual({ projects: 3, ai_tokens: 100_000, users: 3 });
   });
 
-  it('replaces the whole table, and a limit may be 0', () => {
+  it("today's form keeps working: it replaces the whole table, and a limit may be 0", () => {
     const file = tiersFile(JSON.stringify({ free: { ...LIMITS, projects: 0 }, 'pro-2025': LIMITS }));
-    expect(load(file).tiers).toEqual({ free: { ...LIMITS, projects: 0 }, 'pro-2025': LIMITS });
+    expect(load(file).tiers).toEqual({ free: plain({ ...LIMITS, projects: 0 }), 'pro-2025': plain(LIMITS) });
   });
 
+  it("reads the specification's example: features, trial days, overage, per-seat users and further metrics", () => {
+    const file = tiersFile(JSON.stringify(SPEC_EXAMPLE));
+    const { tiers } = load(file);
+    expect(Object.keys(tiers)).toEqual(['free', 'pro', 'team']);
+    expect(tiers.team).toEqual({
+      metrics: {
+        projects: { limit: 100, overage: 'block' },
+        ai_tokens: { limit: 10_000_000, overage: 'bill' },
+        users: { limit: 500, overage: 'block' },
+        storage_gb: { limit: 100, overage: 'block' },
+      },
+      features: { api_access: true, audit_log: true },
+      trialDays: 0,
+      perSeat: true,
+    });
+    // Every tier has every feature and every further metric: false, and limit 0, where it does not name them.
+    expect(tiers.free).toEqual({
+      metrics: { ...plain(LIMITS_FREE).metrics, storage_gb: { limit: 0, overage: 'block' } },
+      features: { api_access: false, audit_log: false },
+      trialDays: 0,
+      perSeat: false,
+    });
+    expect(tiers.pro).toMatchObject({ trialDays: 14, features: { api_access: true, audit_log: false }, perSeat: false });
+    // What the license SQL and the plan list read: integer limits; a per-seat tier's users limit is its max.
+    expect(limitsOf(tiers.team)).toEqual({ projects: 100, ai_tokens: 10_000_000, users: 500, storage_gb: 100 });
+  });
+
+  it('accepts the object forms with their defaults, and the bounds of trial_days', () => {
+    const file = tiersFile(
+      JSON.stringify({
+        free: { projects: { limit: 1 }, ai_tokens: { limit: 2, overage: 'block' }, users: { limit: 3 }, trial_days: 0 },
+        pro: { ...LIMITS, trial_days: 730, metrics: { seats_sold: { limit: 5, overage: 'bill' }, api_calls: 0 } },
+      }),
+    );
+    const { tiers } = load(file);
+    expect(tiers.free).toEqual(plain({ ...LIMITS, seats_sold: 0, api_calls: 0 }));
+    expect(tiers.pro.trialDays).toBe(730);
+    expect(tiers.pro.metrics.seats_sold).toEqual({ limit: 5, overage: 'bill' });
+  });
+
+  const bad = (tier: Record<string, unknown>) => JSON.stringify({ free: LIMITS, pro: { ...LIMITS, ...tier } });
   it.each([
     ['a file that does not exist', null, /cannot be read as JSON/],
     ['not JSON', '{free:', /cannot be read as JSON/],
@@ -42,14 +107,41 @@ describe('TIERS_FILE', () => {
     ['an upper-case tier name', JSON.stringify({ free: LIMITS, Pro: LIMITS }), /tier name "Pro"/],
     ['a tier name with a space', JSON.stringify({ free: LIMITS, 'pro plan': LIMITS }), /tier name "pro plan"/],
     ['a tier that is not an object', JSON.stringify({ free: LIMITS, pro: 5 }), /tier "pro" must be an object/],
-    ['an unknown field', JSON.stringify({ free: { ...LIMITS, seats: 4 } }), /unknown field\(s\) seats/],
-    ['a missing metric', JSON.stringify({ free: { projects: 1, users: 3 } }), /missing "ai_tokens"/],
-    ['a negative limit', JSON.stringify({ free: { ...LIMITS, users: -1 } }), /"users" must be a non-negative integer/],
-    ['a fractional limit', JSON.stringify({ free: { ...LIMITS, projects: 1.5 } }), /"projects" must be a non-negative integer/],
-    ['a limit as a string', JSON.stringify({ free: { ...LIMITS, ai_tokens: '2' } }), /"ai_tokens" must be a non-negative integer/],
-    ['a limit beyond 2^53', `{"free":{"projects":1,"ai_tokens":90071992547409930,"users":3}}`, /"ai_tokens" must be/],
-    ['a null limit', JSON.stringify({ free: { ...LIMITS, users: null } }), /"users" must be a non-negative integer/],
-  ])('%s stops the configuration with a message naming TIERS_FILE', (_label, content, message) => {
+    ['an unknown field', JSON.stringify({ free: { ...LIMITS, seats: 4 } }), /tier "free" has unknown field\(s\) seats/],
+    ['a missing metric', JSON.stringify({ free: { projects: 1, users: 3 } }), /tier "free" is missing "ai_tokens"/],
+    ['a negative limit', JSON.stringify({ free: { ...LIMITS, users: -1 } }), /tier "free" field "users" must be a non-negative integer/],
+    ['a fractional limit', bad({ projects: 1.5 }), /tier "pro" field "projects" must be a non-negative integer/],
+    ['a limit as a string', bad({ ai_tokens: '2' }), /tier "pro" field "ai_tokens" must be a non-negative integer/],
+    ['a limit beyond 2^53', `{"free":{"projects":1,"ai_tokens":90071992547409930,"users":3}}`, /tier "free" field "ai_tokens" must be/],
+    ['a null limit', bad({ users: null }), /tier "pro" field "users" must be a non-negative integer/],
+    // features
+    ['features as a list', bad({ features: ['sso'] }), /tier "pro" field "features" must be an object/],
+    ['an upper-case feature name', bad({ features: { SSO: true } }), /tier "pro" field "features.SSO" is not a feature name/],
+    ['a feature name starting with a digit', bad({ features: { '2fa': true } }), /tier "pro" field "features.2fa" is not a feature name/],
+    ['a feature name of 65 characters', bad({ features: { [`f${'x'.repeat(64)}`]: true } }), /tier "pro" field "features.fx+" is not a feature name/],
+    ['a feature that is not a boolean', bad({ features: { sso: 'yes' } }), /tier "pro" field "features.sso" must be true or false/],
+    // trial_days
+    ['trial_days below 0', bad({ trial_days: -1 }), /tier "pro" field "trial_days" must be an integer from 0 to 730/],
+    ['trial_days above 730', bad({ trial_days: 731 }), /tier "pro" field "trial_days" must be an integer from 0 to 730/],
+    ['trial_days as a string', bad({ trial_days: '14' }), /tier "pro" field "trial_days" must be an integer/],
+    // metric objects
+    ['a metric object without limit', bad({ ai_tokens: { overage: 'bill' } }), /tier "pro" field "ai_tokens.limit" must be a non-negative integer/],
+    ['an unknown overage', bad({ ai_tokens: { limit: 5, overage: 'allow' } }), /tier "pro" field "ai_tokens.overage" must be "block" or "bill"/],
+    ['an unknown key in a metric object', bad({ projects: { limit: 5, soft: true } }), /tier "pro" field "projects" has unknown field\(s\) soft/],
+    ['users billed past their limit', bad({ users: { limit: 5, overage: 'bill' } }), /tier "pro" field "users.overage" must be "block"/],
+    // per-seat users
+    ['per_seat without max', bad({ users: { per_seat: true } }), /tier "pro" field "users.max" is required with per_seat/],
+    ['per_seat false', bad({ users: { per_seat: false, max: 5 } }), /tier "pro" field "users.per_seat" must be true/],
+    ['a max of 0 seats', bad({ users: { per_seat: true, max: 0 } }), /tier "pro" field "users.max" must be an integer from 1/],
+    ['a fractional max', bad({ users: { per_seat: true, max: 2.5 } }), /tier "pro" field "users.max" must be an integer from 1/],
+    ['per_seat with a limit', bad({ users: { per_seat: true, max: 5, limit: 5 } }), /tier "pro" field "users" has unknown field\(s\) limit/],
+    // further metrics
+    ['metrics as a number', bad({ metrics: 5 }), /tier "pro" field "metrics" must be an object/],
+    ['a further metric named like one of the three', bad({ metrics: { projects: 5 } }), /tier "pro" field "metrics.projects" is one of the three metrics/],
+    ['a further metric with a bad name', bad({ metrics: { 'storage-gb': 5 } }), /tier "pro" field "metrics.storage-gb" is not a metric name/],
+    ['a further metric with a bad limit', bad({ metrics: { storage_gb: -5 } }), /tier "pro" field "metrics.storage_gb" must be a non-negative integer/],
+    ['a further metric with a bad overage', bad({ metrics: { storage_gb: { limit: 1, overage: 'x' } } }), /tier "pro" field "metrics.storage_gb.overage" must be "block" or "bill"/],
+  ])('%s stops the configuration with a message naming TIERS_FILE, the tier and the field', (_label, content, message) => {
     const file = content === null ? join(dir(), 'missing.json') : tiersFile(content);
     expect(() => load(file)).toThrow(ConfigError);
     expect(() => load(file)).toThrow(/^TIERS_FILE /);

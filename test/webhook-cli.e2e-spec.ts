@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_TIERS } from '../src/config/tiers';
+import { DEFAULT_TIERS_FILE } from '../src/config/tiers';
 import { cli } from './support/run-cli';
 import { createOrganisation, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
 import { invoiceObject, invoicePaidEvent, providerEvent, subscriptionEvent, subscriptionObject } from './support/provider-events';
@@ -87,7 +87,7 @@ describe('operator CLI: events:list and events:replay', () => {
 
     const dir = mkdtempSync(join(tmpdir(), 'tiers-'));
     const tiersFile = join(dir, 'tiers.json');
-    writeFileSync(tiersFile, JSON.stringify({ ...DEFAULT_TIERS, gold: { projects: 500, ai_tokens: 5_000_000, users: 100 } }));
+    writeFileSync(tiersFile, JSON.stringify({ ...DEFAULT_TIERS_FILE, gold: { projects: 500, ai_tokens: 5_000_000, users: 100 } }));
     const fixed = await cli(['events:replay', '--id', ids.gold], { ...env, TIERS_FILE: tiersFile });
     expect(fixed.code).toBe(0);
     expect(fixed.json).toEqual({ id: ids.gold, status: 'processed', reason: null });

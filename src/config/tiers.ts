@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 
+/** The metrics every tier has (SPEC 5); a TIERS_FILE may add further ones (`metrics`, SPEC 11.1). */
 export const METRICS = ['projects', 'ai_tokens', 'users'] as const;
 export type Metric = (typeof METRICS)[number];
 /** The metrics that trusted back-ends report; `users` is counted from memberships. */
@@ -9,16 +10,48 @@ export type MeteredMetric = (typeof METERED_METRICS)[number];
 /** The tier of an organisation without a paid subscription; every other tier of the table is paid. */
 export const FREE_TIER = 'free';
 
-export type TierLimits = Record<Metric, number>;
-/** Tier name → limits. Always has `free`; insertion order is the order tiers are listed in. */
-export type TierTable = Record<string, TierLimits>;
+/** What a report past the limit does: refused (`block`, SPEC 7) or accepted and billed (`bill`, SPEC 13). */
+export type Overage = 'block' | 'bill';
 
-export const DEFAULT_TIERS: TierTable = {
+export interface MetricRule {
+  limit: number;
+  overage: Overage;
+}
+
+/** One tier of the plan table (SPEC 11.1), with every default filled in. */
+export interface TierPlan {
+  /**
+   * Every metric of the table, in order: the three, then the further metrics any tier names (limit 0 in a
+   * tier that does not name one). For a per-seat tier, `users.limit` is its `max`.
+   */
+  metrics: Record<string, MetricRule>;
+  /** Every feature any tier of the table names, in order of first mention; false where this tier does not. */
+  features: Record<string, boolean>;
+  trialDays: number;
+  /** Sold per seat (`users: {"per_seat": true, "max": N}`). */
+  perSeat: boolean;
+}
+
+/** Tier name → plan. Always has `free`; insertion order is the order tiers are listed in. */
+export type TierTable = Record<string, TierPlan>;
+
+/** The built-in table (SPEC 5 and 11.1), in TIERS_FILE's own form. */
+export const DEFAULT_TIERS_FILE = {
   free: { projects: 3, ai_tokens: 100_000, users: 3 },
-  pro: { projects: 25, ai_tokens: 2_000_000, users: 10 },
-  team: { projects: 100, ai_tokens: 10_000_000, users: 50 },
-  enterprise: { projects: 1000, ai_tokens: 100_000_000, users: 1000 },
+  pro: { projects: 25, ai_tokens: 2_000_000, users: 10, features: { api_access: true } },
+  team: { projects: 100, ai_tokens: 10_000_000, users: 50, features: { api_access: true, audit_log: true } },
+  enterprise: { projects: 1000, ai_tokens: 100_000_000, users: 1000, features: { api_access: true, audit_log: true, sso: true } },
 };
+
+/**
+ * A tier's integer limits, metric → limit (what the license SQL and the plan list read).
+ *
+ * Interim: a per-seat tier's `users` limit in force is its `max`; limits that follow the subscription's seat
+ * count (its item's quantity, SPEC 11.5) come with seat-aware subscriptions.
+ */
+export function limitsOf(plan: TierPlan): Record<string, number> {
+  return Object.fromEntries(Object.entries(plan.metrics).map(([metric, rule]) => [metric, rule.limit]));
+}
 
 /** The tiers that can be bought, in table order. */
 export function paidTiers(tiers: TierTable): string[] {
@@ -29,11 +62,7 @@ export function isPaidTier(tiers: TierTable, tier: string): boolean {
   return tier !== FREE_TIER && Object.hasOwn(tiers, tier);
 }
 
-const TIER_NAME = /^[a-z][a-z0-9-]{0,31}$/;
-// Limits are stored in bigint columns, but must stay exact in a JS number.
-const MAX_LIMIT = Number.MAX_SAFE_INTEGER;
-
-/** Reads and validates a tier table file; throws an Error whose message names the problem. */
+/** Reads and validates a tier table file; throws an Error whose message names the tier and the field. */
 export function loadTiersFile(path: string): TierTable {
   let raw: unknown;
   try {
@@ -44,31 +73,142 @@ export function loadTiersFile(path: string): TierTable {
   return parseTiers(raw, `TIERS_FILE ${path}`);
 }
 
+const TIER_NAME = /^[a-z][a-z0-9-]{0,31}$/;
+/** Feature and further-metric names. */
+const NAME = /^[a-z][a-z0-9_]{0,63}$/;
+const NAME_RULE = 'lower-case letters, digits or _, starting with a letter, at most 64 characters';
+// Limits are stored in bigint columns, but must stay exact in a JS number.
+const MAX_LIMIT = Number.MAX_SAFE_INTEGER;
+const MAX_TRIAL_DAYS = 730;
+const TIER_FIELDS = [...METRICS, 'features', 'trial_days', 'metrics'];
+
+/** A tier as its own entry says it, before the table-wide sets of features and further metrics fill it in. */
+interface TierEntry {
+  metrics: Record<Metric, MetricRule>;
+  further: Record<string, MetricRule>;
+  features: Record<string, boolean>;
+  trialDays: number;
+  perSeat: boolean;
+}
+
+/** Names a field of the tier being read in a thrown Error: `<where>: tier "<tier>" field "<field>" <problem>`. */
+type FieldError = (field: string, problem: string) => Error;
+
+/** Validates a tier table in TIERS_FILE's form (SPEC 11.1) and fills in every default. */
 export function parseTiers(raw: unknown, where: string): TierTable {
   if (!isPlainObject(raw)) throw new Error(`${where}: must be a JSON object of tier name → limits`);
+  const entries: [string, TierEntry][] = Object.entries(raw).map(([name, value]) => {
+    if (!TIER_NAME.test(name)) throw new Error(`${where}: tier name "${name}" must be lower-case letters, digits or dashes`);
+    const tierError = (problem: string) => new Error(`${where}: tier "${name}" ${problem}`);
+    return [name, parseTier(value, tierError)];
+  });
+  if (!entries.some(([name]) => name === FREE_TIER)) throw new Error(`${where}: a "${FREE_TIER}" tier is required`);
+  const features = unique(entries.flatMap(([, tier]) => Object.keys(tier.features)));
+  const further = unique(entries.flatMap(([, tier]) => Object.keys(tier.further)));
   const table: TierTable = {};
-  for (const [name, limits] of Object.entries(raw)) {
-    if (!TIER_NAME.test(name)) {
-      throw new Error(`${where}: tier name "${name}" must be lower-case letters, digits or dashes`);
-    }
-    if (!isPlainObject(limits)) throw new Error(`${where}: tier "${name}" must be an object`);
-    const unknown = Object.keys(limits).filter((k) => !(METRICS as readonly string[]).includes(k));
-    if (unknown.length) throw new Error(`${where}: tier "${name}" has unknown field(s) ${unknown.join(', ')}`);
-    const parsed = {} as TierLimits;
-    for (const metric of METRICS) {
-      const value = limits[metric];
-      if (value === undefined) throw new Error(`${where}: tier "${name}" is missing "${metric}"`);
-      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_LIMIT) {
-        throw new Error(`${where}: tier "${name}" field "${metric}" must be a non-negative integer`);
-      }
-      parsed[metric] = value;
-    }
-    table[name] = parsed;
+  for (const [name, tier] of entries) {
+    table[name] = {
+      metrics: { ...tier.metrics, ...Object.fromEntries(further.map((m) => [m, tier.further[m] ?? { limit: 0, overage: 'block' }])) },
+      features: Object.fromEntries(features.map((f) => [f, tier.features[f] ?? false])),
+      trialDays: tier.trialDays,
+      perSeat: tier.perSeat,
+    };
   }
-  if (!table[FREE_TIER]) throw new Error(`${where}: a "${FREE_TIER}" tier is required`);
   return table;
+}
+
+function parseTier(value: unknown, tierError: (problem: string) => Error): TierEntry {
+  if (!isPlainObject(value)) throw tierError('must be an object');
+  const unknown = Object.keys(value).filter((k) => !TIER_FIELDS.includes(k));
+  if (unknown.length) throw tierError(`has unknown field(s) ${unknown.join(', ')}`);
+  for (const metric of METRICS) if (value[metric] === undefined) throw tierError(`is missing "${metric}"`);
+  const fieldError: FieldError = (field, problem) => tierError(`field "${field}" ${problem}`);
+  const users = parseUsers(value.users, fieldError);
+  return {
+    metrics: {
+      projects: parseMetric(value.projects, 'projects', fieldError),
+      ai_tokens: parseMetric(value.ai_tokens, 'ai_tokens', fieldError),
+      users: users.rule,
+    },
+    further: parseFurtherMetrics(value.metrics, fieldError),
+    features: parseFeatures(value.features, fieldError),
+    trialDays: value.trial_days === undefined ? 0 : integer(value.trial_days, 'trial_days', 0, MAX_TRIAL_DAYS, fieldError),
+    perSeat: users.perSeat,
+  };
+}
+
+/** A limit, or `{limit, overage}`. */
+function parseMetric(value: unknown, field: string, fieldError: FieldError): MetricRule {
+  if (!isPlainObject(value)) return { limit: limit(value, field, fieldError), overage: 'block' };
+  closed(value, ['limit', 'overage'], field, fieldError);
+  const overage = value.overage ?? 'block';
+  if (overage !== 'block' && overage !== 'bill') throw fieldError(`${field}.overage`, 'must be "block" or "bill"');
+  return { limit: limit(value.limit, `${field}.limit`, fieldError), overage };
+}
+
+/** `users`: a limit, `{limit}`, or `{"per_seat": true, "max": N}` (then the limit is at most `max` seats). */
+function parseUsers(value: unknown, fieldError: FieldError): { rule: MetricRule; perSeat: boolean } {
+  if (!isPlainObject(value) || value.per_seat === undefined) {
+    const rule = parseMetric(value, 'users', fieldError);
+    // Members are added, not reported: there is no report past the limit to accept and bill.
+    if (rule.overage === 'bill') throw fieldError('users.overage', 'must be "block": users are counted from memberships, not reported');
+    return { rule, perSeat: false };
+  }
+  closed(value, ['per_seat', 'max'], 'users', fieldError);
+  if (value.per_seat !== true) throw fieldError('users.per_seat', 'must be true (or left out, with a plain limit)');
+  if (value.max === undefined) throw fieldError('users.max', 'is required with per_seat');
+  return { rule: { limit: integer(value.max, 'users.max', 1, MAX_LIMIT, fieldError), overage: 'block' }, perSeat: true };
+}
+
+function parseFurtherMetrics(value: unknown, fieldError: FieldError): Record<string, MetricRule> {
+  if (value === undefined) return {};
+  if (!isPlainObject(value)) throw fieldError('metrics', 'must be an object of metric name → limit');
+  return Object.fromEntries(
+    Object.entries(value).map(([metric, rule]) => {
+      if (!NAME.test(metric)) throw fieldError(`metrics.${metric}`, `is not a metric name: ${NAME_RULE}`);
+      if ((METRICS as readonly string[]).includes(metric)) {
+        throw fieldError(`metrics.${metric}`, "is one of the three metrics: give it at the tier's top level");
+      }
+      return [metric, parseMetric(rule, `metrics.${metric}`, fieldError)];
+    }),
+  );
+}
+
+function parseFeatures(value: unknown, fieldError: FieldError): Record<string, boolean> {
+  if (value === undefined) return {};
+  if (!isPlainObject(value)) throw fieldError('features', 'must be an object of feature name → true or false');
+  for (const [feature, on] of Object.entries(value)) {
+    if (!NAME.test(feature)) throw fieldError(`features.${feature}`, `is not a feature name: ${NAME_RULE}`);
+    if (typeof on !== 'boolean') throw fieldError(`features.${feature}`, 'must be true or false');
+  }
+  return value as Record<string, boolean>;
+}
+
+function limit(value: unknown, field: string, fieldError: FieldError): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_LIMIT) {
+    throw fieldError(field, 'must be a non-negative integer');
+  }
+  return value;
+}
+
+function integer(value: unknown, field: string, min: number, max: number, fieldError: FieldError): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw fieldError(field, `must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function closed(value: Record<string, unknown>, fields: string[], field: string, fieldError: FieldError): void {
+  const unknown = Object.keys(value).filter((k) => !fields.includes(k));
+  if (unknown.length) throw fieldError(field, `has unknown field(s) ${unknown.join(', ')} (allowed: ${fields.join(', ')})`);
+}
+
+function unique(names: string[]): string[] {
+  return [...new Set(names)];
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+export const DEFAULT_TIERS: TierTable = parseTiers(DEFAULT_TIERS_FILE, 'the built-in tier table');

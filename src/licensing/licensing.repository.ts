@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { subscriptionSql } from '../billing/provider-subscriptions.repository';
 import { AppConfig } from '../config/app-config';
-import { FREE_TIER } from '../config/tiers';
+import { FREE_TIER, limitsOf } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
 import { accessSql } from '../identity/access.sql';
 
@@ -16,7 +16,7 @@ import { accessSql } from '../identity/access.sql';
 /** Where a statement embedding `licenseStateSql` keeps the values of `licenseStateValues` (see namedParams). */
 export interface LicenseStateParams {
   organisation: string;
-  /** The tier table (jsonb, tier → limits and `rank`, its place in the table). */
+  /** The tier table (jsonb, tier → its integer limits by metric, and `rank`, its place in the table). */
   tiers: string;
   /** The grace period in seconds. */
   graceS: string;
@@ -78,7 +78,7 @@ const tiersJson = new WeakMap<AppConfig, string>();
 export function licenseStateValues(config: AppConfig, organisationId: string): Record<keyof LicenseStateParams, unknown> {
   let tiers = tiersJson.get(config);
   if (tiers === undefined) {
-    tiers = JSON.stringify(Object.fromEntries(Object.entries(config.tiers).map(([tier, limits], rank) => [tier, { ...limits, rank }])));
+    tiers = JSON.stringify(Object.fromEntries(Object.entries(config.tiers).map(([tier, plan], rank) => [tier, { ...limitsOf(plan), rank }])));
     tiersJson.set(config, tiers);
   }
   return { organisation: organisationId, tiers, graceS: config.gracePeriodDays * 86_400 };
