@@ -1,7 +1,7 @@
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/test', '<rootDir>/src'],
+  roots: ['<rootDir>/test', '<rootDir>/src', '<rootDir>/packages/client/test'],
   // Every spec file is matched, so a path on the command line runs that file: `npx jest test/usage.e2e-spec.ts`.
   // Loading the app's ~1500 modules costs a Jest test file ~2 s of CPU, so `npm test` runs the end-to-end specs
   // in groups (test/groups/*, one load per area): the filter leaves a spec that a matched group imports to that

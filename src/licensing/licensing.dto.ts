@@ -132,7 +132,15 @@ export class UsageBatchEvent {
 }
 
 export class UsageBatchBody {
-  @ApiProperty({ type: () => [UsageBatchEvent], minItems: 1, maxItems: MAX_BATCH_EVENTS })
+  @ApiProperty({
+    type: () => [UsageBatchEvent],
+    minItems: 1,
+    maxItems: MAX_BATCH_EVENTS,
+    example: [
+      { organisation_id: '2f1c8a3e-5b7d-4e9f-8a1b-3c5d7e9f1a2b', metric: 'ai_tokens', amount: 1200, idempotency_key: 'call-8812' },
+      { organisation_id: '2f1c8a3e-5b7d-4e9f-8a1b-3c5d7e9f1a2b', metric: 'projects', amount: 1 },
+    ],
+  })
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(MAX_BATCH_EVENTS)

@@ -707,6 +707,21 @@ export interface components {
             idempotency_key?: string;
         };
         UsageBatchBody: {
+            /**
+             * @example [
+             *       {
+             *         "organisation_id": "2f1c8a3e-5b7d-4e9f-8a1b-3c5d7e9f1a2b",
+             *         "metric": "ai_tokens",
+             *         "amount": 1200,
+             *         "idempotency_key": "call-8812"
+             *       },
+             *       {
+             *         "organisation_id": "2f1c8a3e-5b7d-4e9f-8a1b-3c5d7e9f1a2b",
+             *         "metric": "projects",
+             *         "amount": 1
+             *       }
+             *     ]
+             */
             events: components["schemas"]["UsageBatchEvent"][];
         };
         UsageBatchResult: {
