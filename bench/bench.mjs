@@ -282,7 +282,7 @@ async function seedWebhookOrganisations(client, count) {
 }
 
 /**
- * SPEC 3's bulk load: `rows` organisations, users and memberships (one owner each) in one statement,
+ * spec §3's bulk load: `rows` organisations, users and memberships (one owner each) in one statement,
  * then VACUUM ANALYZE so that the planner (and the visibility map) know the new sizes.
  */
 async function grow(url, rows) {

@@ -9,7 +9,7 @@ import { createOrganisation, createUserWithSession, startTestApp, TestApp } from
 import { waitFor } from './support/wait-for';
 
 /*
- * The web app's own access tokens (SPEC 3, AUTH_JWT_*): verified against a JWKS served by a local HTTP
+ * The web app's own access tokens (spec §3, AUTH_JWT_*): verified against a JWKS served by a local HTTP
  * server, through the real app over HTTP. One app with JWTs on (issuer and audience checked), one beside it
  * on the same database with JWTs off. The JWKS cache's 30 s rule is followed through the server's hit count;
  * where the time since the last fetch matters, Date.now (which jose's cache reads) is moved forward.
@@ -286,7 +286,7 @@ describe('JWT access tokens (AUTH_JWT_*)', () => {
     await history(t, await sign(unknownKids[1])).expect(503);
     expect(jwks.hits).toBe(hits + 2);
 
-    // The JWKS recovers with a new key: after the window, a token signed by it is accepted (SPEC 3's 30 s
+    // The JWKS recovers with a new key: after the window, a token signed by it is accepted (spec §3's 30 s
     // rule counts from the last successful fetch, long ago).
     jwks.mode = 'ok';
     jwks.keys = [rsa.jwk, ec.jwk, rotated.jwk, unknownKids[2].jwk];

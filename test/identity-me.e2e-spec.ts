@@ -34,7 +34,7 @@ describe('GET /api/me: many organisations', () => {
     [99, { tier: 'enterprise', status: 'trialing' }, 'enterprise'],
     [100, { tier: 'team', status: 'past_due', pastDueSince: nowS() - 30 * DAY, periodEnd: nowS() - 29 * DAY }, 'team'],
     [101, { tier: 'pro', status: 'canceled' }, 'pro'],
-    // A first payment still pending grants nothing yet (SPEC 5).
+    // A first payment still pending grants nothing yet (spec §5).
     [199, { tier: 'team', status: 'incomplete' }, 'free'],
     [MANY - 1, { tier: 'enterprise', status: 'unpaid' }, 'enterprise'],
   ];
@@ -42,7 +42,7 @@ describe('GET /api/me: many organisations', () => {
   beforeAll(async () => {
     t = await startTestApp();
     user = await createUserWithSession(t);
-    // Bulk load by SQL, as SPEC 3 allows: names, then memberships a second apart (their order is the page order).
+    // Bulk load by SQL, as spec §3 allows: names, then memberships a second apart (their order is the page order).
     seeded = await t.db.query(
       `WITH orgs AS (
          INSERT INTO organisations (name) SELECT 'Org ' || lpad(g::text, 4, '0') FROM generate_series(1, $2::int) g RETURNING id, name

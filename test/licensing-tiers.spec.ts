@@ -10,7 +10,7 @@ const dir = () => mkdtempSync(join(tmpdir(), 'billing-tiers-'));
 const LIMITS = { projects: 1, ai_tokens: 2, users: 3 };
 const LIMITS_FREE = { projects: 3, ai_tokens: 100_000, users: 3 };
 
-/** SPEC 11.1's example file. */
+/** spec §11.1's example file. */
 const SPEC_EXAMPLE = {
   free: { projects: 3, ai_tokens: 100000, users: 3 },
   pro: { projects: 25, ai_tokens: 2000000, users: 10, trial_days: 14, features: { api_access: true } },

@@ -17,7 +17,7 @@ const PRICE_PRO = 'price_notify_pro';
 const PRICE_TEAM = 'price_notify_team';
 const nowS = () => Math.floor(Date.now() / 1000);
 
-/** Outbound notifications to the web app (SPEC 10), through the real HTTP paths and a verifying receiver. */
+/** Outbound notifications to the web app (spec §10), through the real HTTP paths and a verifying receiver. */
 describe('notifications to the web app', () => {
   const secret = newNotifySecret();
   let receiver: NotificationReceiver;

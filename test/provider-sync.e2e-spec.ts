@@ -13,7 +13,7 @@ const nowS = () => Math.floor(Date.now() / 1000);
 const PRICE_PRO = 'price_sync_pro';
 const PRICE_TEAM = 'price_sync_team';
 
-/** provider:sync (SPEC 9): what webhooks missed is pulled from the provider; drift is corrected. */
+/** provider:sync (spec §9): what webhooks missed is pulled from the provider; drift is corrected. */
 describe('reconciliation with the provider', () => {
   let fake: FakeProvider;
   let t: TestApp;

@@ -12,7 +12,7 @@ const PRICES = { pro: 'price_pro_monthly', proYearly: 'price_pro_yearly', team: 
 /**
  * The service against the provider's real behaviour: its event sequences (any order, retries, portal
  * changes, other products in the same account), its API (through the real SDK and the strict double)
- * and signed events with any content. SPEC 5–7.
+ * and signed events with any content. spec §5–7.
  */
 describe('following the real payment provider', () => {
   let fake: FakeProvider;

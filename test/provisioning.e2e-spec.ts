@@ -7,7 +7,7 @@ const KEY = 'provisioning-key';
 const TTL_S = 7200;
 
 /**
- * The provisioning API (SPEC 3) and the caller's own view, through HTTP: every route, each credential,
+ * The provisioning API (spec §3) and the caller's own view, through HTTP: every route, each credential,
  * bad input (nothing written), idempotent creates, the member limit under concurrency, the last owner.
  */
 describe('provisioning API and the caller\'s own view', () => {

@@ -8,7 +8,7 @@ const T = 1_700_000_000;
 /**
  * A correctly signed event whose fields have another JSON type than the provider's is stored `failed`
  * (`invalid_event`, naming the field) and changes nothing: no tier, status, period, history entry or
- * customer link (SPEC 6). Read as absent, `status: ["active"]` used to store a NULL status and drop the
+ * customer link (spec §6). Read as absent, `status: ["active"]` used to store a NULL status and drop the
  * license to free.
  */
 describe('webhook: signed events with fields of the wrong JSON type', () => {

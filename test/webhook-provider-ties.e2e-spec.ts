@@ -11,7 +11,7 @@ const nowS = () => Math.floor(Date.now() / 1000);
 
 /**
  * Two `.updated` of one subscription in the same second are settled by asking the provider what is
- * current (SPEC 6). The provider is asked outside the event's transaction: when it cannot answer (404,
+ * current (spec §6). The provider is asked outside the event's transaction: when it cannot answer (404,
  * failure, hang) the event is stored `failed` and answered 200, replayable; while it hangs, it holds no
  * database connection.
  */

@@ -12,7 +12,7 @@ const BUDGET_MAX_WAIT_MS = 10_000;
 
 /**
  * The one place that picks the adapter behind the PaymentProvider port. Without PAYPROVIDER_SECRET_KEY:
- * the built-in sandbox (SPEC 8), so that `npm start` sells on a laptop. Production refuses to start that
+ * the built-in sandbox (spec §8), so that `npm start` sells on a laptop. Production refuses to start that
  * way unless PAYPROVIDER_SANDBOX=true (config), and then says so at every start.
  */
 export function createPaymentProvider(config: AppConfig, sandbox: PaymentProvider): PaymentProvider {

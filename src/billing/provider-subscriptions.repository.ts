@@ -27,7 +27,7 @@ export interface KnownSubscription {
 }
 
 /**
- * What the reconciliation compares with the provider. Seats and the pending change (SPEC 11) join here
+ * What the reconciliation compares with the provider. Seats and the pending change (spec §11) join here
  * when they are stored: `drifted` compares every field, and the sync reads them in `providerState`.
  */
 export interface DriftState {

@@ -2,7 +2,7 @@ import { NotificationOutbox } from '../notifications/notification-outbox.service
 import { DELIVERY_STATUSES, DeliveryStatus } from '../notifications/notification-delivery.entity';
 import { CliCommand, limitFlag, oneOfFlag, requireFlag } from './cli-command';
 
-/** notifications:list and notifications:retry: the outbox of messages to the web app (SPEC 10). */
+/** notifications:list and notifications:retry: the outbox of messages to the web app (spec §10). */
 export const notificationCommands: Record<string, CliCommand> = {
   'notifications:list': {
     usage: `notifications:list [--status ${DELIVERY_STATUSES.join('|')}] [--limit N]`,

@@ -71,11 +71,11 @@ export class AppConfig {
   readonly providerSyncIntervalS?: number;
   /** The most provider requests per second one reconciliation run makes (PROVIDER_SYNC_MAX_RPS). */
   readonly providerSyncMaxRps: number;
-  /** Where license and capacity changes are POSTed (NOTIFY_URLS, SPEC 10); empty: none are sent. */
+  /** Where license and capacity changes are POSTed (NOTIFY_URLS, spec §10); empty: none are sent. */
   readonly notifyUrls: string[];
   /** NOTIFY_SECRET (`whsec_<base64>`), which signs them; set whenever notifyUrls is not empty. Never logged. */
   readonly notifySecret?: string;
-  /** The web app's own access tokens (AUTH_JWT_*, SPEC 3) are accepted beside sessions; unset: sessions only. */
+  /** The web app's own access tokens (AUTH_JWT_*, spec §3) are accepted beside sessions; unset: sessions only. */
   readonly authJwt?: AuthJwtConfig;
 }
 

@@ -4,7 +4,7 @@ import { Bool, HttpUrl, Int, isHttpUrl, List, OneOf, Origin, PostgresUrl, Rule }
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /**
- * Every environment variable the service reads (SPEC 2), with its rule and its default: the one description
+ * Every environment variable the service reads (spec §2), with its rule and its default: the one description
  * of the configuration. `loadConfig` (app-config.ts) validates the environment against it and builds the
  * typed `AppConfig` the code injects. A default that depends on another variable is resolved there.
  *

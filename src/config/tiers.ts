@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-/** The metrics every tier has (SPEC 5); a TIERS_FILE may add further ones (`metrics`, SPEC 11.1). */
+/** The metrics every tier has (spec §5); a TIERS_FILE may add further ones (`metrics`, spec §11.1). */
 export const METRICS = ['projects', 'ai_tokens', 'users'] as const;
 export type Metric = (typeof METRICS)[number];
 /** The metrics that trusted back-ends report; `users` is counted from memberships. */
@@ -10,7 +10,7 @@ export type MeteredMetric = (typeof METERED_METRICS)[number];
 /** The tier of an organisation without a paid subscription; every other tier of the table is paid. */
 export const FREE_TIER = 'free';
 
-/** What a report past the limit does: refused (`block`, SPEC 7) or accepted and billed (`bill`, SPEC 13). */
+/** What a report past the limit does: refused (`block`, spec §7) or accepted and billed (`bill`, spec §13). */
 export type Overage = 'block' | 'bill';
 
 export interface MetricRule {
@@ -18,7 +18,7 @@ export interface MetricRule {
   overage: Overage;
 }
 
-/** One tier of the plan table (SPEC 11.1), with every default filled in. */
+/** One tier of the plan table (spec §11.1), with every default filled in. */
 export interface TierPlan {
   /**
    * Every metric of the table, in order: the three, then the further metrics any tier names (limit 0 in a
@@ -35,7 +35,7 @@ export interface TierPlan {
 /** Tier name → plan. Always has `free`; insertion order is the order tiers are listed in. */
 export type TierTable = Record<string, TierPlan>;
 
-/** The built-in table (SPEC 5 and 11.1), in TIERS_FILE's own form. */
+/** The built-in table (spec §5 and 11.1), in TIERS_FILE's own form. */
 export const DEFAULT_TIERS_FILE = {
   free: { projects: 3, ai_tokens: 100_000, users: 3 },
   pro: { projects: 25, ai_tokens: 2_000_000, users: 10, features: { api_access: true } },
@@ -47,7 +47,7 @@ export const DEFAULT_TIERS_FILE = {
  * A tier's integer limits, metric → limit (what the license SQL and the plan list read).
  *
  * Interim: a per-seat tier's `users` limit in force is its `max`; limits that follow the subscription's seat
- * count (its item's quantity, SPEC 11.5) come with seat-aware subscriptions.
+ * count (its item's quantity, spec §11.5) come with seat-aware subscriptions.
  */
 export function limitsOf(plan: TierPlan): Record<string, number> {
   return Object.fromEntries(Object.entries(plan.metrics).map(([metric, rule]) => [metric, rule.limit]));
@@ -94,7 +94,7 @@ interface TierEntry {
 /** Names a field of the tier being read in a thrown Error: `<where>: tier "<tier>" field "<field>" <problem>`. */
 type FieldError = (field: string, problem: string) => Error;
 
-/** Validates a tier table in TIERS_FILE's form (SPEC 11.1) and fills in every default. */
+/** Validates a tier table in TIERS_FILE's form (spec §11.1) and fills in every default. */
 export function parseTiers(raw: unknown, where: string): TierTable {
   if (!isPlainObject(raw)) throw new Error(`${where}: must be a JSON object of tier name → limits`);
   const entries: [string, TierEntry][] = Object.entries(raw).map(([name, value]) => {

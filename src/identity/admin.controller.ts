@@ -26,7 +26,7 @@ import { SessionService } from './session.service';
 const userNotFound = (what: string) => new AppException('user_not_found', `No user with ${what}.`);
 
 /**
- * The provisioning API (SPEC 3) for the web app's back end: organisations, users, memberships and
+ * The provisioning API (spec §3) for the web app's back end: organisations, users, memberships and
  * sessions over HTTP, with `X-Service-Key` (a user's session is refused, 403). Creates are idempotent by
  * `external_id`: 201 when created, 200 with the existing record when that external_id exists.
  */

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsEmail, IsIn, IsInt, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min } from 'class-validator';
 import { ROLES, Role } from './membership.entity';
 
-/** The web app's own id (SPEC 3): 1 to 255 printable characters (no control or invisible format characters). */
+/** The web app's own id (spec §3): 1 to 255 printable characters (no control or invisible format characters). */
 const EXTERNAL_ID = /^[^\p{C}]{1,255}$/u;
 const externalIdMessage = 'external_id must be 1 to 255 printable characters';
 

@@ -15,7 +15,7 @@ const MAX_JWT_LENGTH = 8192;
 // Only asymmetric algorithms: `none`, and HS256 "signed" with the public key (the classic confusion), are refused.
 const ALGORITHMS = ['RS256', 'ES256'];
 const CLOCK_TOLERANCE_S = 60;
-// SPEC 3: an unknown `kid` re-fetches the JWKS only when the last fetch is at least this old (jose's
+// spec §3: an unknown `kid` re-fetches the JWKS only when the last fetch is at least this old (jose's
 // `cooldownDuration`: it re-fetches when now >= last successful fetch + cooldown).
 const REFETCH_COOLDOWN_MS = 30_000;
 // Retired keys stop being trusted after at most this long: the JWKS is then re-fetched in the background.
@@ -38,7 +38,7 @@ class JwksUnavailable extends Error {}
 class JwksRecentlyFailed extends Error {}
 
 /**
- * The web app's own access tokens (AUTH_JWT_*, SPEC 3), beside the session strategy; the global guard
+ * The web app's own access tokens (AUTH_JWT_*, spec §3), beside the session strategy; the global guard
  * (auth.guard.ts) hands it the requests whose bearer credential is a JWT when JWTs are enabled. The caller
  * is the user whose `external_id` is the token's `sub`; memberships and roles are this service's, as for a
  * session. The token itself is never logged.
@@ -118,7 +118,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
 }
 
 /**
- * jose's remote key set, with the cache SPEC 3 asks for: keys are kept (no expiry: `cacheMaxAge` Infinity,
+ * jose's remote key set, with the cache spec §3 asks for: keys are kept (no expiry: `cacheMaxAge` Infinity,
  * so a JWKS outage never turns away a token whose key is cached) and fetched again on an unknown `kid` when
  * the last fetch is at least 30 s old; within that, an unknown `kid` is refused without a fetch. Every
  * 10 minutes a verification also starts a refresh it does not wait for, so a key the web app retired stops

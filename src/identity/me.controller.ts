@@ -56,7 +56,7 @@ class MembersResponse {
   data: Member[];
 }
 
-/** The signed-in caller's own view (SPEC 3): who they are, where they are a member, and who else is. */
+/** The signed-in caller's own view (spec §3): who they are, where they are a member, and who else is. */
 @ApiTags('identity')
 @Session()
 @Controller('api')

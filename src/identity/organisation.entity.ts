@@ -15,7 +15,7 @@ export class Organisation {
   @Column('text', { name: 'provider_customer_id', nullable: true })
   providerCustomerId: string | null;
 
-  /** The web app's own id for this organisation (SPEC 3), so it never has to store ours. Unique. */
+  /** The web app's own id for this organisation (spec §3), so it never has to store ours. Unique. */
   @Column('text', { name: 'external_id', nullable: true })
   externalId: string | null;
 

@@ -12,7 +12,7 @@ export class User {
   @Column('text')
   email: string;
 
-  /** The web app's own id for this user (SPEC 3): a JWT's `sub` names the user by it. Unique. */
+  /** The web app's own id for this user (spec §3): a JWT's `sub` names the user by it. Unique. */
   @Column('text', { name: 'external_id', nullable: true })
   externalId: string | null;
 

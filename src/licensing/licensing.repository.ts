@@ -27,7 +27,7 @@ export interface LicenseStateParams {
  * usage write compute the tier, the flags and the limits in force inside the very statement that uses
  * them (no read-then-write gap for a concurrent webhook to slip into).
  *
- * The license follows the organisation's best subscription (SPEC 5): the highest tier (tier-table order)
+ * The license follows the organisation's best subscription (spec §5): the highest tier (tier-table order)
  * among those live now (active, trialing, or past_due within GRACE_PERIOD_DAYS of when it became
  * past_due); when none is live, the one whose last event is newest, which then shows as not active and,
  * when its paid period ended without renewal, expired. No subscription: free, active, not expired.

@@ -13,7 +13,7 @@ import { LimitExceeded, UsageReport, UsageService } from './usage.service';
 const ORGANISATIONS_AT_ONCE = 4;
 
 /**
- * Bulk usage (SPEC 13): each event goes through the single report's own path (`UsageService.record`: the
+ * Bulk usage (spec §13): each event goes through the single report's own path (`UsageService.record`: the
  * same statement, limit check, idempotency keys and capacity notifications), so a batch means exactly what
  * its events sent one by one would. Each event commits on its own; its result says what happened to it.
  */

@@ -5,7 +5,7 @@ export const NOTIFICATION_TYPES = ['license.updated', 'usage.capacity'] as const
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 
 /**
- * The outbox: one message per change, written in the transaction of the change (SPEC 10). `id` is the
+ * The outbox: one message per change, written in the transaction of the change (spec §10). `id` is the
  * Standard Webhooks `webhook-id`, the same on every attempt; `body` is the exact JSON text every receiver
  * gets. Each receiver's delivery is a NotificationDelivery. Written only by NotificationsService.
  */

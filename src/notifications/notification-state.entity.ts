@@ -2,7 +2,7 @@ import { Column, Entity, ForeignKey, PrimaryColumn } from 'typeorm';
 import { Organisation } from '../identity/organisation.entity';
 
 /**
- * Per organisation: the license last notified and the version of its last message (SPEC 10). A row is
+ * Per organisation: the license last notified and the version of its last message (spec §10). A row is
  * created (free, active, not expired, version 0: what the web app assumes of a new organisation) the
  * first time a change is checked; its row lock orders the messages of one organisation across instances.
  * Written only by NotificationsService.

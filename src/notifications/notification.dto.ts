@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { NOTIFICATION_TYPES } from './notification-message.entity';
 
-// What the service POSTs to each of NOTIFY_URLS (SPEC 10), described for the API document's `webhooks`
+// What the service POSTs to each of NOTIFY_URLS (spec §10), described for the API document's `webhooks`
 // (src/ops/openapi.ts) and so for the client's types. The bodies themselves are built in SQL
 // (notification.sql.ts); these classes only describe them.
 

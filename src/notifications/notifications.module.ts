@@ -7,7 +7,7 @@ import { NotificationsRepository } from './notifications.repository';
 import { NotificationsService } from './notifications.service';
 
 /**
- * Outbound notifications to the web app (SPEC 10): messages decided in the transaction of each change
+ * Outbound notifications to the web app (spec §10): messages decided in the transaction of each change
  * (NotificationsService, called by the webhook, the reconciliation and licensing's usage write), written
  * to an outbox in PostgreSQL and delivered by a PostgreSQL-backed job queue from any instance.
  */

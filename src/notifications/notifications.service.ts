@@ -7,10 +7,10 @@ import { NotificationDeliveriesRepository } from './notification-deliveries.repo
 import { CapacityParams, capacityNotificationSql, NotificationsRepository } from './notifications.repository';
 
 /**
- * Decides the outbound notifications (SPEC 10) inside the transaction of each change: a license that may
+ * Decides the outbound notifications (spec §10) inside the transaction of each change: a license that may
  * have changed (webhook events, replays, reconciliation corrections, a grace period running out) and,
  * through the SQL embedded in licensing's usage write, a metric crossing its limit. With NOTIFY_URLS
- * unset it does nothing at all (no rows, no cost); see the README for what the first change after
+ * unset it does nothing at all (no rows, no cost); see docs/integrating.md (notifications) for what the first change after
  * configuring it is compared with.
  */
 @Injectable()

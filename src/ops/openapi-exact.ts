@@ -9,7 +9,7 @@ export const REQUEST_ID_HEADER = {
 
 /**
  * What every operation can answer besides its own statuses, because of where the service runs it: the HTTP
- * layer (SPEC 4) before any route, and the database behind nearly every route. Said once here rather than on
+ * layer (spec §4) before any route, and the database behind nearly every route. Said once here rather than on
  * each controller, so a new route cannot forget them.
  */
 const BODY_STATUSES = ['400', '413', '415'];

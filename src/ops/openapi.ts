@@ -55,7 +55,7 @@ export function buildOpenApiDocument(app: INestApplication, tiers: string[]): Op
   return exactDocument(document, { databaseRoutes: (path) => path !== '/metrics', tiers });
 }
 
-/** The notifications (SPEC 10) as OpenAPI `webhooks`: what a web app's endpoint receives, and how it is signed. */
+/** The notifications (spec §10) as OpenAPI `webhooks`: what a web app's endpoint receives, and how it is signed. */
 function notificationWebhooks() {
   const header = (name: string, description: string) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } });
   return Object.fromEntries(

@@ -76,7 +76,7 @@ export class EventDispatcher implements OnModuleInit {
         const applied: Applied[] = [];
         const context = { manager, provider, applied, seen: new Set<string>() };
         await this.apply(context, event, claim.kind === 'new' ? { payload, source, waiting: claim.waiting } : undefined);
-        // In this transaction: a license change is notified exactly when it is committed (SPEC 10). Only a
+        // In this transaction: a license change is notified exactly when it is committed (spec §10). Only a
         // subscription change can move a license (invoices and customer deletions do not).
         const organisations = new Set(applied.filter((a) => a.outcome.subscriptionApplied).map((a) => a.outcome.organisationId));
         for (const organisationId of organisations) {

@@ -57,7 +57,7 @@ export async function lockProviderIds(manager: EntityManager, ids: (string | und
  * the next statement (so in a snapshot taken once the locks are held), reads whether the ledger has the
  * event's id and whether unmatched events of its ids wait; it writes nothing. A new event's row is
  * written once, with its outcome, by `recordEvent` at the end of the transaction, rather than inserted
- * here and updated there (a second row version, in every index, in the WAL: measured, see README). A row
+ * here and updated there (a second row version, in every index, in the WAL: measured, see docs/performance.md). A row
  * that exists is locked and counted by `countRedelivery`, which sees its latest version: a second delivery
  * never applies an event twice, on any instance. Under the locks no unmatched event of these ids can be
  * added before this transaction ends, so `waiting` holds until then.

@@ -5,7 +5,7 @@ import { z, ZodType } from 'zod';
  * them (its API reference; both today's and older field locations). Types only: whether a field must be
  * present, and what its value means, is each handler's rule. A signed event whose field has another
  * type (`status: ["active"]`, `amount_paid: "100"`) is stored `failed` (`invalid_event`) and changes
- * nothing: read as absent, it would apply something the provider never said (SPEC 6). Other fields are
+ * nothing: read as absent, it would apply something the provider never said (spec §6). Other fields are
  * not looked at.
  */
 

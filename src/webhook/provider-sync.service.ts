@@ -28,7 +28,7 @@ export interface SyncSummary {
 export const EVENT_RETENTION_DAYS = 30;
 
 /**
- * Reconciliation with the provider (SPEC 9), for what webhooks missed: an outage longer than the
+ * Reconciliation with the provider (spec §9), for what webhooks missed: an outage longer than the
  * provider's retries, an endpoint it disabled, a secret rotated wrongly, a bug fixed since. It costs pages,
  * not subscriptions, and holds one page in memory, never the account:
  *  1. Every page of the provider's events of the handled types (newest first) goes to the spill table, less
@@ -169,7 +169,7 @@ export class ProviderSync {
 
 /**
  * What the provider's subscription object says of what the reconciliation compares (seats and the pending
- * change, SPEC 11, are read here when they are stored). A canceled one needs no tier of ours.
+ * change, spec §11, are read here when they are stored). A canceled one needs no tier of ours.
  */
 function providerState(current: Record<string, any>, config: AppConfig): ProviderState | { error: string } {
   const tier = resolveTier(current, config);

@@ -1,7 +1,7 @@
 import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 /**
- * What one reconciliation run (SPEC 9) set aside while it walks the provider's lists, so that its memory
+ * What one reconciliation run (spec §9) set aside while it walks the provider's lists, so that its memory
  * holds one page, not the account: the events the ledger lacks (the provider lists newest first; they are
  * applied oldest first from here once every page is walked), and the ids of the subscriptions the list
  * showed (the known ones it did not show are then fetched alone). A run deletes its rows when it ends;

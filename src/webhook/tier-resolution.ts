@@ -5,7 +5,7 @@ import { FREE_TIER, isPaidTier } from '../config/tiers';
 export type TierResolution = { tier: string } | { error: string };
 
 /**
- * The tier a subscription grants (SPEC 5), first source present wins: the tier whose
+ * The tier a subscription grants (spec §5), first source present wins: the tier whose
  * PAYPROVIDER_PRICE_<TIER> lists an item's price id; else the item's `price.metadata.tier`; else its
  * `price.lookup_key` when it equals a tier name or starts with `<tier>_`; else the subscription's
  * `metadata.tier`. The configured price comes first so that a plan switch in the provider's portal (a new

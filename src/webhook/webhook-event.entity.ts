@@ -4,7 +4,7 @@ import { Organisation } from '../identity/organisation.entity';
 export const LEDGER_STATUSES = ['processed', 'duplicate', 'stale', 'unmatched', 'ignored', 'failed'] as const;
 export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
 
-/** How an event first reached the ledger: delivered, or found by the reconciliation (SPEC 9). */
+/** How an event first reached the ledger: delivered, or found by the reconciliation (spec §9). */
 export const EVENT_SOURCES = ['webhook', 'sync', 'replay'] as const;
 export type EventSource = (typeof EVENT_SOURCES)[number];
 

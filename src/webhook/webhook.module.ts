@@ -16,7 +16,7 @@ import { WebhookController } from './webhook.controller';
 import { WebhookSignatureGuard } from './webhook-signature.guard';
 
 /**
- * Verified, idempotent, order-safe processing of the payment provider's events (SPEC 6). It owns the
+ * Verified, idempotent, order-safe processing of the payment provider's events (spec §6). It owns the
  * event ledger; the effects are asked of the modules that own the data (licensing, billing, identity).
  * A new event kind: a class with @HandlesEvent('type') added to `providers`.
  */

@@ -8,7 +8,7 @@ import { SandboxStore } from './sandbox.store';
 import { SandboxUrls } from './sandbox-urls';
 
 /**
- * The built-in sandbox payment provider (SPEC 8). BillingModule imports it and binds SandboxPaymentProvider
+ * The built-in sandbox payment provider (spec §8). BillingModule imports it and binds SandboxPaymentProvider
  * to the PaymentProvider port when PAYPROVIDER_SECRET_KEY is unset; its pages answer 404 otherwise.
  */
 @Module({

@@ -2,7 +2,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Every subscription an organisation has is kept with its own state and event order, and the license is
- * derived from the best live one at read time (SPEC 5), so the `licenses` table goes: each license's
+ * derived from the best live one at read time (spec §5), so the `licenses` table goes: each license's
  * current subscription takes its state over first. A subscription that was past_due gets `past_due_since`
  * = its period end (what grace was counted from until now), or now when that lies ahead.
  *

@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Reconciliation with the provider (SPEC 9): the ledger records how each event first arrived (`webhook`,
+ * Reconciliation with the provider (spec §9): the ledger records how each event first arrived (`webhook`,
  * or `sync` when the reconciliation found it), and `job_leases` lets one instance at a time run a periodic
  * job (a row with an expiry rather than a session lock: it works through a transaction-mode pooler and
  * frees itself when its holder dies).

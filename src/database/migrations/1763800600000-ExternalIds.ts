@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The web app's own ids (SPEC 3): organisations and users may carry an `external_id`, unique per kind, so
+ * The web app's own ids (spec §3): organisations and users may carry an `external_id`, unique per kind, so
  * the web app never has to store this service's ids; provisioning creates are idempotent by it and a JWT's
  * `sub` names the user by it.
  */

@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Outbound notifications to the web app (SPEC 10): per organisation the license last notified and the
+ * Outbound notifications to the web app (spec §10): per organisation the license last notified and the
  * version of its last message, the outbox of messages (written in the transaction of the change), and one
  * delivery per message and receiver. The job queue that carries the attempts (graphile-worker's own
  * schema) is installed next to the migrations, under the same lock (see database/migrate.ts).

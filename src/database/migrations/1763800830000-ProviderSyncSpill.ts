@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Reconciliation at scale (SPEC 9): a run sets aside the events it will apply and the subscriptions it has
+ * Reconciliation at scale (spec §9): a run sets aside the events it will apply and the subscriptions it has
  * seen here, so its memory holds one page of the provider's lists, not the whole account.
  */
 export class ProviderSyncSpill1763800830000 implements MigrationInterface {
