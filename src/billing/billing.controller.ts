@@ -1,15 +1,17 @@
-import { Body, Controller, Get, HttpCode, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpCode, Post, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiErrors } from '../common/api-docs';
 import { AuthUser, CurrentUser } from '../common/current-user.decorator';
-import { Session } from '../common/route-auth.decorators';
+import { Public, Session } from '../common/route-auth.decorators';
 import { CheckoutCreatedResponse, CreateCheckoutDto } from './checkout.dto';
 import { CheckoutService } from './checkout.service';
 import { HistoryPage, HistoryQuery } from './history.dto';
 import { HistoryService } from './history.service';
 import { PortalQuery, PortalSessionResponse } from './portal.dto';
 import { PortalService } from './portal.service';
+import { PlanList } from './plans.dto';
+import { PlansService } from './plans.service';
 import { CheckoutSessionResult } from './checkout-session.dto';
 import { CheckoutReportService } from './checkout-report.service';
 
@@ -21,7 +23,21 @@ export class BillingController {
     private readonly checkout: CheckoutService,
     private readonly portal: PortalService,
     private readonly history: HistoryService,
+    private readonly plans: PlansService,
   ) {}
+
+  @Get('plans')
+  @Public()
+  @Header('Cache-Control', 'public, max-age=60')
+  @ApiOperation({
+    summary: 'The plans a pricing page shows (public)',
+    description:
+      "Every tier of the tier table in its order, free first: features, limits, trial days, and the prices the provider confirmed (read in the background; a price it does not know or that is inactive is left out).",
+  })
+  @ApiOkResponse({ type: PlanList })
+  listPlans(): PlanList {
+    return this.plans.list();
+  }
 
   @Get('session')
   @Session()

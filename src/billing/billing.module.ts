@@ -9,6 +9,8 @@ import { OpenCheckoutsRepository } from './open-checkouts.repository';
 import { createPaymentProvider } from './payment-provider.factory';
 import { PaymentProvider } from './payment-provider.port';
 import { PortalService } from './portal.service';
+import { PlansService } from './plans.service';
+import { PriceCatalog } from './price-catalog';
 import { ProviderSubscriptions } from './provider-subscriptions.service';
 import { ProviderSubscriptionsRepository } from './provider-subscriptions.repository';
 import { ReturnPagesController } from './return-pages.controller';
@@ -17,7 +19,7 @@ import { SandboxModule } from './sandbox/sandbox.module';
 import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
 
 /**
- * Checkout, portal, checkout-session report and billing history; the pages a buyer returns to; the
+ * The plan list and its prices; checkout, portal, checkout-session report and billing history; the pages a buyer returns to; the
  * provider subscriptions tied to an organisation. The provider is reached only through the PaymentProvider port.
  */
 @Module({
@@ -29,6 +31,8 @@ import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
     CheckoutReportService,
     CheckoutService,
     PortalService,
+    PlansService,
+    PriceCatalog,
     HistoryService,
     BillingHistoryRepository,
     OpenCheckoutsRepository,

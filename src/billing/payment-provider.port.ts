@@ -23,6 +23,18 @@ export interface CheckoutSessionInfo {
   subscriptionId: string | null;
 }
 
+/** A price as the provider has it (`GET /v1/prices/{id}`): what the plan list shows. */
+export interface PriceInfo {
+  id: string;
+  active: boolean;
+  /** Integer minor units, per unit (per seat); null for a price without a fixed amount (tiered, custom). */
+  unitAmount: number | null;
+  /** As the provider sends it (lower case). */
+  currency: string;
+  /** null for a one-time price. */
+  recurring: { interval: string; intervalCount: number } | null;
+}
+
 export interface CreateCheckoutInput {
   organisationId: string;
   tier: string;
@@ -66,6 +78,15 @@ export abstract class PaymentProvider {
    * sells prices, not tiers. The sandbox invents its own prices and says false.
    */
   abstract readonly requiresPriceIds: boolean;
+
+  /** Throws PaymentProviderError('not_found') for an id the provider does not know. */
+  abstract retrievePrice(priceId: string): Promise<PriceInfo>;
+
+  /**
+   * The price ids the plan list shows for a paid tier: PAYPROVIDER_PRICE_<TIER> for the real provider; the
+   * sandbox's own monthly and yearly prices for the sandbox.
+   */
+  abstract tierPriceIds(tier: string): string[];
 
   /** Throws PaymentProviderError('not_found') for an id the provider does not know. */
   abstract retrieveCheckoutSession(sessionId: string): Promise<CheckoutSessionInfo>;

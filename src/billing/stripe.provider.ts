@@ -8,6 +8,7 @@ import {
   PaymentProvider,
   PaymentProviderError,
   PaymentProviderErrorKind,
+  PriceInfo,
   PROVIDER_PAGE_SIZE,
   ProviderPage,
 } from './payment-provider.port';
@@ -17,7 +18,7 @@ import { requestPace } from './request-pace';
 
 /**
  * Each operation's place in the shared request budget (provider-budget.ts): a person paying or managing a plan
- * first. An operation not listed here (listings, meter reports) is background work.
+ * first. An operation not listed here (listings, meter reports, the plan list's prices) is background work.
  */
 const PRIORITY: Record<string, ProviderPriority> = {
   'checkout_session.create': 'interactive',
@@ -38,7 +39,7 @@ export class StripePaymentProvider extends PaymentProvider {
   private readonly stripe: Stripe;
 
   constructor(
-    config: AppConfig,
+    private readonly config: AppConfig,
     private readonly budget: ProviderBudget,
   ) {
     super();
@@ -54,6 +55,23 @@ export class StripePaymentProvider extends PaymentProvider {
       maxNetworkRetries: 2,
       appInfo: { name: 'billing-licensing-service' },
       httpClient: new PacedHttpClient(),
+    });
+  }
+
+  tierPriceIds(tier: string): string[] {
+    return this.config.providerPrices[tier] ?? [];
+  }
+
+  retrievePrice(priceId: string): Promise<PriceInfo> {
+    return this.call('price.retrieve', async () => {
+      const p = await this.stripe.prices.retrieve(priceId);
+      return {
+        id: p.id,
+        active: p.active,
+        unitAmount: p.unit_amount,
+        currency: p.currency,
+        recurring: p.recurring && { interval: p.recurring.interval, intervalCount: p.recurring.interval_count },
+      };
     });
   }
 

@@ -1,4 +1,4 @@
-// Checkout, portal, checkout sessions, history, the provider through its SDK, return pages.
+// Plans, checkout, portal, checkout sessions, history, the provider through its SDK, return pages.
 // Grouped so that the app's modules load once for all of them (see jest.config.js).
 import '../billing-checkout.e2e-spec';
 import '../billing-portal.e2e-spec';
@@ -8,3 +8,4 @@ import '../billing-provider.e2e-spec';
 import '../billing-provider-budget.e2e-spec';
 import '../billing-one-checkout.e2e-spec';
 import '../billing-return-pages.e2e-spec';
+import '../billing-plans.e2e-spec';

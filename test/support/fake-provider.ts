@@ -14,6 +14,7 @@ import providerFixtures from './provider-fixtures.json';
  *   POST /v1/checkout/sessions/:id/expire → the session, now `expired` (only an `open` one, else 400)
  *   POST /v1/billing_portal/sessions    → a portal session for `customer` (url `${url}/portal/:id`)
  *   GET  /v1/subscriptions/:id          → a stored subscription (see `addSubscription`), else 404
+ *   GET  /v1/prices/:id                 → a stored price (see `addPrice`), else 404 resource_missing
  *   GET  /v1/subscriptions              → stored subscriptions, `status` (`all`, `ended`, one status; none: all but
  *                                         canceled ones, as the provider), `customer`
  *   GET  /v1/events                     → stored events (see `addEvent`), `types[]`, `type`, `created[gte|gt|lte|lt]`
@@ -81,8 +82,13 @@ export interface FakeProvider {
   /** A customer the provider knows (checkout and portal refuse any other). */
   addCustomer(id?: string): string;
   deleteCustomer(id: string): void;
-  /** A price the provider knows (checkout refuses any other). */
-  addPrice(id: string): void;
+  /**
+   * A price the provider knows (checkout refuses any other; GET /v1/prices/:id answers it): the fixture (monthly,
+   * active, 2000 usd), then `overrides`.
+   */
+  addPrice(id: string, overrides?: Record<string, unknown>): Record<string, any>;
+  /** Prices by id, as the provider would return them; tests may edit them in place. */
+  prices: Map<string, Record<string, any>>;
   /** More than `perSecond` requests within any second are refused with the provider's 429; undefined: no limit. */
   rateLimit(perSecond: number | undefined): void;
   /** Requests refused by the rate limit since the last reset. */
@@ -124,7 +130,13 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
   const sessions = new Map<string, Record<string, any>>();
   const subscriptions = new Map<string, Record<string, any>>();
   const customers = new Set<string>();
-  const prices = new Set<string>(opts.prices ?? []);
+  const prices = new Map<string, Record<string, any>>();
+  const addPrice = (id: string, overrides: Record<string, unknown> = {}) => {
+    const price = { ...fixture('price'), id, created: now(), livemode: false, lookup_key: null, ...overrides };
+    prices.set(id, price);
+    return price;
+  };
+  for (const id of opts.prices ?? []) addPrice(id);
   const idempotent = new Map<string, { fingerprint: string; status: number; body: unknown }>();
   const events: Record<string, any>[] = [];
   let failures: Failure[] = [];
@@ -189,6 +201,14 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       const found = subscriptions.get(decodeURIComponent(subscription[1]));
       if (found) return [200, found];
       return [404, missing('subscription', decodeURIComponent(subscription[1]), 'id')];
+    }
+    const price = /^\/v1\/prices\/([^/]+)$/.exec(req.path);
+    if (req.method === 'GET' && price) {
+      const invalid = validate('GET /v1/prices/{price}', req.query);
+      if (invalid) return invalid;
+      const found = prices.get(decodeURIComponent(price[1]));
+      if (found) return [200, found];
+      return [404, missing('price', decodeURIComponent(price[1]), 'price')];
     }
     if (req.method === 'GET' && req.path === '/v1/subscriptions') {
       const invalid = validate('GET /v1/subscriptions', req.query) ?? unsupported(req.query, ['status', 'customer', ...LIST_PARAMS]);
@@ -360,7 +380,8 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       return id;
     },
     deleteCustomer: (id) => void customers.delete(id),
-    addPrice: (id) => void prices.add(id),
+    addPrice,
+    prices,
     rateLimit: (n) => {
       perSecond = n;
       recent = [];

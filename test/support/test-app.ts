@@ -7,6 +7,7 @@ import pino from 'pino';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { createApp } from '../../src/app.factory';
+import { PriceCatalog } from '../../src/billing/price-catalog';
 import { AppConfig, loadConfig } from '../../src/config/app-config';
 import { IdentityService } from '../../src/identity/identity.service';
 import { Role } from '../../src/identity/membership.entity';
@@ -51,6 +52,11 @@ export interface TestAppOptions {
   databaseUrl?: string;
   /** Collect log lines (JSON strings) instead of discarding them. */
   logLines?: string[];
+  /**
+   * Return before the plan list's first price read is done (default: after it, so that tests counting the
+   * provider's requests do not count the start's background reads).
+   */
+  skipPriceWait?: boolean;
 }
 
 /**
@@ -70,6 +76,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   const app = await createApp(config, logger);
   recordStatuses(app);
   await app.listen(0, '127.0.0.1');
+  if (!opts.skipPriceWait) await app.get(PriceCatalog).settled();
   const { port } = app.getHttpServer().address() as AddressInfo;
   return {
     app,

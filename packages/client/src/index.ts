@@ -74,6 +74,8 @@ export function createClient(options: ClientOptions) {
   return {
     /** `GET /api/health`: 200 while the database answers. */
     health: () => call(api.GET('/api/health')),
+    /** `GET /api/billing/plans` (public): every tier with features, limits, trial days and prices, for a pricing page. */
+    plans: () => call(api.GET('/api/billing/plans')),
 
     // The signed-in user (session or JWT).
     /** `GET /api/me`: the caller and a page of their organisations (`limit`, `starting_after`), with role and tier. */

@@ -254,6 +254,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/billing/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The plans a pricing page shows (public)
+         * @description Every tier of the tier table in its order, free first: features, limits, trial days, and the prices the provider confirmed (read in the background; a price it does not know or that is inactive is left out).
+         */
+        get: operations["BillingController_listPlans"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/billing/session": {
         parameters: {
             query?: never;
@@ -745,6 +765,78 @@ export interface components {
         UsageBatchResponse: {
             /** @description One per event, in order */
             results: components["schemas"]["UsageBatchResult"][];
+        };
+        PlanPriceDto: {
+            /**
+             * @description The provider price id
+             * @example price_1PgafmB7WZ01zgkW6dKueIc5
+             */
+            id: string;
+            /**
+             * @description As the provider says it: day, week, month or year
+             * @example month
+             */
+            interval: string;
+            /** @example 1 */
+            interval_count: number;
+            /**
+             * @description Integer minor units; per seat for a per-seat tier
+             * @example 2900
+             */
+            unit_amount: number;
+            /**
+             * @description ISO currency code, upper case
+             * @example EUR
+             */
+            currency: string;
+        };
+        Plan: {
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+            /** @description Sold per seat: unit_amount is per seat, limits.users the most seats */
+            per_seat: boolean;
+            /**
+             * @description Days of trial a checkout of this tier starts with
+             * @example 0
+             */
+            trial_days: number;
+            /**
+             * @description Every feature of the tier table, true where this tier has it
+             * @example {
+             *       "api_access": true,
+             *       "audit_log": false,
+             *       "sso": false
+             *     }
+             */
+            features: {
+                [key: string]: boolean;
+            };
+            /** @description The integer limit of each metric: the three, then the further metrics of the tier table */
+            limits: {
+                /** @example 25 */
+                projects: number;
+                /**
+                 * @description Per billing period
+                 * @example 2000000
+                 */
+                ai_tokens: number;
+                /**
+                 * @description A per-seat tier's most seats (its max)
+                 * @example 10
+                 */
+                users: number;
+            } & {
+                [key: string]: number;
+            };
+            /** @description The prices the provider confirmed; none for free */
+            prices: components["schemas"]["PlanPriceDto"][];
+        };
+        PlanList: {
+            /** @description In the tier table's order, free first */
+            data: components["schemas"]["Plan"][];
         };
         CheckoutSessionResult: {
             /** @example cs_test_a1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY */
@@ -2603,6 +2695,62 @@ export interface operations {
                 };
             };
             415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    BillingController_listPlans: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanList"];
+                };
+            };
+            408: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

@@ -58,22 +58,40 @@ export interface SubscriptionState {
   canceledAt: number | null;
 }
 
-export function priceObject(tier: string) {
+export type SandboxInterval = 'month' | 'year';
+
+/**
+ * The sandbox's prices of a paid tier: monthly `price_sandbox_<tier>` and yearly `price_sandbox_<tier>_yearly`
+ * (10 × monthly). Tier names have no `_`, so the suffix cannot be part of one.
+ */
+export function sandboxPriceIds(tier: string): string[] {
+  return [`price_sandbox_${tier}`, `price_sandbox_${tier}_yearly`];
+}
+
+/** The tier and interval of a sandbox price id, or undefined for an id that is not one. */
+export function parseSandboxPriceId(id: string): { tier: string; interval: SandboxInterval } | undefined {
+  const match = /^price_sandbox_([a-z][a-z0-9-]*?)(_yearly)?$/.exec(id);
+  return match ? { tier: match[1], interval: match[2] ? 'year' : 'month' } : undefined;
+}
+
+export function priceObject(tier: string, interval: SandboxInterval = 'month') {
+  const [monthlyId, yearlyId] = sandboxPriceIds(tier);
+  const amount = sandboxPrice(tier) * (interval === 'year' ? 10 : 1);
   return {
-    id: `price_sandbox_${tier}`,
+    id: interval === 'year' ? yearlyId : monthlyId,
     object: 'price',
     active: true,
     billing_scheme: 'per_unit',
     currency: SANDBOX_CURRENCY,
     livemode: false,
-    lookup_key: `${tier}_monthly`,
+    lookup_key: `${tier}_${interval === 'year' ? 'yearly' : 'monthly'}`,
     metadata: { tier },
-    nickname: `Sandbox ${tier}`,
+    nickname: `Sandbox ${tier}${interval === 'year' ? ' yearly' : ''}`,
     product: `prod_sandbox_${tier}`,
-    recurring: { interval: 'month', interval_count: 1, meter: null, usage_type: 'licensed' },
+    recurring: { interval, interval_count: 1, meter: null, usage_type: 'licensed' },
     type: 'recurring',
-    unit_amount: sandboxPrice(tier),
-    unit_amount_decimal: String(sandboxPrice(tier)),
+    unit_amount: amount,
+    unit_amount_decimal: String(amount),
   };
 }
 

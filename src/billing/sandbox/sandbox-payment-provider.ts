@@ -1,15 +1,18 @@
 import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config';
+import { isPaidTier } from '../../config/tiers';
 import { providerCalls } from '../../ops/metrics';
 import {
   CheckoutSessionInfo,
   CreateCheckoutInput,
   PaymentProvider,
   PaymentProviderError,
+  PriceInfo,
   PROVIDER_PAGE_SIZE,
   ProviderPage,
 } from '../payment-provider.port';
 import { ProviderEvent } from '../provider-event';
-import { nowSeconds } from './provider-events';
+import { nowSeconds, parseSandboxPriceId, priceObject, sandboxPriceIds } from './provider-events';
 import { SandboxStore } from './sandbox.store';
 import { SandboxUrls } from './sandbox-urls';
 
@@ -25,8 +28,29 @@ export class SandboxPaymentProvider extends PaymentProvider {
   constructor(
     private readonly store: SandboxStore,
     private readonly urls: SandboxUrls,
+    private readonly config: AppConfig,
   ) {
     super();
+  }
+
+  tierPriceIds(tier: string): string[] {
+    return sandboxPriceIds(tier);
+  }
+
+  /** The sandbox's own prices (provider-events.ts): one monthly and one yearly for each paid tier. */
+  retrievePrice(priceId: string): Promise<PriceInfo> {
+    return this.call('prices.retrieve', async () => {
+      const parsed = parseSandboxPriceId(priceId);
+      if (!parsed || !isPaidTier(this.config.tiers, parsed.tier)) throw new PaymentProviderError('not_found', `No such price: '${priceId}'`);
+      const p = priceObject(parsed.tier, parsed.interval);
+      return {
+        id: p.id,
+        active: p.active,
+        unitAmount: p.unit_amount,
+        currency: p.currency,
+        recurring: { interval: p.recurring.interval, intervalCount: p.recurring.interval_count },
+      };
+    });
   }
 
   retrieveCheckoutSession(sessionId: string): Promise<CheckoutSessionInfo> {

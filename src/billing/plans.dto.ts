@@ -1,0 +1,44 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { PlanPrice } from './price-catalog';
+
+export class PlanPriceDto implements PlanPrice {
+  @ApiProperty({ example: 'price_1PgafmB7WZ01zgkW6dKueIc5', description: 'The provider price id' }) id: string;
+  @ApiProperty({ example: 'month', description: 'As the provider says it: day, week, month or year' }) interval: string;
+  @ApiProperty({ example: 1 }) interval_count: number;
+  @ApiProperty({ example: 2900, description: 'Integer minor units; per seat for a per-seat tier' }) unit_amount: number;
+  @ApiProperty({ example: 'EUR', description: 'ISO currency code, upper case' }) currency: string;
+}
+
+/** The integer limit of each metric: the three, then the further metrics of the tier table. */
+export type PlanLimits = Record<'projects' | 'ai_tokens' | 'users', number> & Record<string, number>;
+
+export class Plan {
+  @ApiProperty({ example: 'pro' }) tier: string;
+  @ApiProperty({ description: 'Sold per seat: unit_amount is per seat, limits.users the most seats' }) per_seat: boolean;
+  @ApiProperty({ example: 0, description: 'Days of trial a checkout of this tier starts with' }) trial_days: number;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'boolean' },
+    example: { api_access: true, audit_log: false, sso: false },
+    description: "Every feature of the tier table, true where this tier has it",
+  })
+  features: Record<string, boolean>;
+  @ApiProperty({
+    type: 'object',
+    required: ['projects', 'ai_tokens', 'users'],
+    selfRequired: true,
+    properties: {
+      projects: { type: 'integer', example: 25 },
+      ai_tokens: { type: 'integer', example: 2000000, description: 'Per billing period' },
+      users: { type: 'integer', example: 10, description: "A per-seat tier's most seats (its max)" },
+    },
+    additionalProperties: { type: 'integer' },
+    description: 'The integer limit of each metric: the three, then the further metrics of the tier table',
+  })
+  limits: PlanLimits;
+  @ApiProperty({ type: [PlanPriceDto], description: 'The prices the provider confirmed; none for free' }) prices: PlanPriceDto[];
+}
+
+export class PlanList {
+  @ApiProperty({ type: [Plan], description: 'In the tier table\'s order, free first' }) data: Plan[];
+}

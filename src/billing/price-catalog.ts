@@ -1,0 +1,103 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { AppConfig } from '../config/app-config';
+import { paidTiers } from '../config/tiers';
+import { PaymentProvider, PaymentProviderError, PriceInfo } from './payment-provider.port';
+
+/** A price as the plan list shows it (SPEC 11.2). */
+export interface PlanPrice {
+  id: string;
+  interval: string;
+  interval_count: number;
+  /** Integer minor units; per seat for a per-seat tier. */
+  unit_amount: number;
+  /** Upper case, as every currency this API answers. */
+  currency: string;
+}
+
+const REFRESH_MS = 60 * 60 * 1000;
+/** After a refresh the provider could not answer (down, rate-limited): sooner than the hour. */
+const RETRY_MS = 60 * 1000;
+
+/**
+ * The tiers' prices as the provider has them, read in the background: after the start and every hour (sooner
+ * after a failure). A start never waits on the provider; until the first answer a tier lists no prices. A
+ * price the provider does not know, or that is inactive, is logged at error level and left out; one the
+ * provider could not be asked about keeps what the last refresh read. Each instance reads its own (a few
+ * background-priority requests an hour).
+ */
+@Injectable()
+export class PriceCatalog implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('PriceCatalog');
+  private prices = new Map<string, PlanPrice>();
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private stopped = false;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly provider: PaymentProvider,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {}
+
+  onApplicationBootstrap() {
+    // Only a serving instance shows plans: a CLI command's application context asks the provider nothing.
+    if (!this.adapterHost.httpAdapter) return;
+    void this.refresh();
+  }
+
+  async onApplicationShutdown() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** The tier's prices the provider confirmed, in the order PAYPROVIDER_PRICE_<TIER> lists them. */
+  pricesOf(tier: string): PlanPrice[] {
+    return this.provider.tierPriceIds(tier).flatMap((id) => this.prices.get(id) ?? []);
+  }
+
+  /** The refresh under way, if any (tests wait for the start's one before counting provider requests). */
+  settled(): Promise<void> {
+    return this.running ?? Promise.resolve();
+  }
+
+  /** Reads every tier's prices now (one refresh at a time), then schedules the next one. */
+  refresh(): Promise<void> {
+    this.running ??= this.readAll().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async readAll(): Promise<void> {
+    clearTimeout(this.timer);
+    const ids = paidTiers(this.config.tiers).flatMap((tier) => this.provider.tierPriceIds(tier));
+    const outcomes = await Promise.all(ids.map((id) => this.read(id)));
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.refresh(), outcomes.includes('unanswered') ? RETRY_MS : REFRESH_MS);
+    this.timer.unref();
+  }
+
+  private async read(id: string): Promise<'read' | 'left out' | 'unanswered'> {
+    let price: PriceInfo;
+    try {
+      price = await this.provider.retrievePrice(id);
+    } catch (err) {
+      if (err instanceof PaymentProviderError && err.kind === 'not_found') return this.leaveOut(id, 'the payment provider does not know this price');
+      // Logged by the adapter; the last price read stays listed.
+      return 'unanswered';
+    }
+    if (!price.active) return this.leaveOut(id, 'the price is inactive at the payment provider');
+    if (!price.recurring || price.unitAmount === null) {
+      return this.leaveOut(id, 'the price is not a recurring price with a fixed unit amount');
+    }
+    const { interval, intervalCount } = price.recurring;
+    this.prices.set(id, { id, interval, interval_count: intervalCount, unit_amount: price.unitAmount, currency: price.currency.toUpperCase() });
+    return 'read';
+  }
+
+  private leaveOut(priceId: string, reason: string): 'left out' {
+    this.prices.delete(priceId);
+    this.logger.error({ msg: `plan list: price left out: ${reason}`, priceId });
+    return 'left out';
+  }
+}
