@@ -6,7 +6,7 @@ import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake
 import { startTestApp, TestApp } from './support/test-app';
 import { waitFor } from './support/wait-for';
 
-/** SPEC 11.1's example: a trial, per-seat users, an overage that bills, a further metric. */
+/** spec §11.1's example: a trial, per-seat users, an overage that bills, a further metric. */
 const SPEC_EXAMPLE = {
   free: { projects: 3, ai_tokens: 100000, users: 3 },
   pro: { projects: 25, ai_tokens: 2000000, users: 10, trial_days: 14, features: { api_access: true } },

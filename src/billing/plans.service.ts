@@ -4,7 +4,7 @@ import { FREE_TIER, limitsOf } from '../config/tiers';
 import { Plan, PlanLimits } from './plans.dto';
 import { PriceCatalog } from './price-catalog';
 
-/** The public plan list (SPEC 11.2): the tier table with the prices the provider confirmed. */
+/** The public plan list (spec §11.2): the tier table with the prices the provider confirmed. */
 @Injectable()
 export class PlansService {
   constructor(

@@ -4,7 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { paidTiers } from '../config/tiers';
 import { PaymentProvider, PaymentProviderError, PriceInfo } from './payment-provider.port';
 
-/** A price as the plan list shows it (SPEC 11.2). */
+/** A price as the plan list shows it (spec §11.2). */
 export interface PlanPrice {
   id: string;
   interval: string;
