@@ -46,10 +46,11 @@ export class PriceCatalog implements OnApplicationBootstrap, OnApplicationShutdo
     void this.refresh();
   }
 
-  async onApplicationShutdown() {
+  // A read under way is not waited for: a hung provider would hold the shutdown for its timeouts, and a
+  // read left unfinished loses nothing.
+  onApplicationShutdown() {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.running;
   }
 
   /** The tier's prices the provider confirmed, in the order PAYPROVIDER_PRICE_<TIER> lists them. */
