@@ -31,8 +31,17 @@ describe('loadConfig', () => {
       PAYPROVIDER_PRICE_TEAM: 'price_team_monthly, price_team_yearly',
     });
     expect(config.webhookSecrets).toEqual(['whsec_new', 'whsec_old']);
-    expect(config.serviceApiKeys).toEqual(['k1', 'k2']);
+    expect(config.serviceApiKeys).toEqual([{ name: 'key1', key: 'k1' }, { name: 'key2', key: 'k2' }]);
     expect(config.providerPrices).toEqual({ pro: ['price_pro'], team: ['price_team_monthly', 'price_team_yearly'] });
+  });
+
+  it('names service keys: name:key, a bare key is key<N> by its place in the whole list, a key with a colon after a name keeps it', () => {
+    const config = loadConfig({ ...base(), SERVICE_API_KEYS: 'webapp:s3cret, bare, ops:a:b' });
+    expect(config.serviceApiKeys).toEqual([
+      { name: 'webapp', key: 's3cret' },
+      { name: 'key2', key: 'bare' },
+      { name: 'ops', key: 'a:b' },
+    ]);
   });
 
   it('reads every variable it declares (none is dropped between the schema and AppConfig)', () => {
@@ -102,7 +111,7 @@ describe('loadConfig', () => {
         publicUrl: new URL('https://billing.example.com'),
         tiers: DEFAULT_TIERS,
         sessionTtlS: 3600,
-        serviceApiKeys: ['k1'],
+        serviceApiKeys: [{ name: 'key1', key: 'k1' }],
         gracePeriodDays: 3,
         metricsToken: 'm',
         providerSyncIntervalS: 600,

@@ -64,7 +64,8 @@ export class AppConfig {
   readonly publicUrl?: URL;
   readonly tiers: TierTable;
   readonly sessionTtlS: number;
-  readonly serviceApiKeys: string[];
+  /** SERVICE_API_KEYS: each key with its name (`name:key`; a bare key is `key<N>`, N its 1-based place), the actor of the audit log. */
+  readonly serviceApiKeys: NamedKey[];
   readonly gracePeriodDays: number;
   readonly metricsToken?: string;
   /** Run the provider reconciliation this often (one instance at a time); unset: only by CLI. */
@@ -124,7 +125,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     publicUrl: dto.PUBLIC_URL === undefined ? undefined : new URL(dto.PUBLIC_URL),
     tiers,
     sessionTtlS: dto.SESSION_TTL_S,
-    serviceApiKeys: dto.SERVICE_API_KEYS,
+    serviceApiKeys: namedKeys(dto.SERVICE_API_KEYS),
     gracePeriodDays: dto.GRACE_PERIOD_DAYS,
     metricsToken: dto.METRICS_TOKEN,
     providerSyncIntervalS: dto.PROVIDER_SYNC_INTERVAL_S,
@@ -211,4 +212,19 @@ export function authJwtWarning(config: Pick<AppConfig, 'nodeEnv' | 'authJwt'>): 
     return `AUTH_JWT_JWKS_URL is ${url.protocol === 'http:' ? 'plain http' : 'a loopback address'} in production: the keys that decide who a caller is should come over https`;
   }
   return undefined;
+}
+
+export interface NamedKey {
+  name: string;
+  key: string;
+}
+
+/** `name:key` where the name is a short word; anything else is a bare key (so a key holding a colon needs a name). */
+const NAMED_KEY = /^([A-Za-z0-9_.-]{1,64}):(.+)$/s;
+
+export function namedKeys(items: string[]): NamedKey[] {
+  return items.map((item, i) => {
+    const named = NAMED_KEY.exec(item);
+    return named ? { name: named[1], key: named[2] } : { name: `key${i + 1}`, key: item };
+  });
 }

@@ -1,6 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { Actor } from '../audit/audit-actor.decorator';
+import type { AuditActor } from '../audit/audit.service';
 import { ApiErrors } from '../common/api-docs';
 import { AppException } from '../common/app-exception';
 import { ServiceKey } from '../common/route-auth.decorators';
@@ -21,7 +23,7 @@ import {
   UserRecord,
 } from './admin.dto';
 import { IdentityService, organisationNotFound } from './identity.service';
-import { SessionService } from './session.service';
+import { ProvisioningService } from './provisioning.service';
 
 const userNotFound = (what: string) => new AppException('user_not_found', `No user with ${what}.`);
 
@@ -36,7 +38,7 @@ const userNotFound = (what: string) => new AppException('user_not_found', `No us
 export class AdminController {
   constructor(
     private readonly identity: IdentityService,
-    private readonly sessions: SessionService,
+    private readonly provisioning: ProvisioningService,
     private readonly config: AppConfig,
   ) {}
 
@@ -45,8 +47,12 @@ export class AdminController {
   @ApiCreatedResponse({ type: OrganisationRecord })
   @ApiOkResponse({ type: OrganisationRecord, description: 'An organisation with this external_id already exists' })
   @ApiErrors(400, 401, 403)
-  async createOrganisation(@Body() dto: CreateOrganisationDto, @Res({ passthrough: true }) res: Response): Promise<OrganisationRecord> {
-    const { record, created } = await this.identity.provisionOrganisation(dto.name.trim(), dto.external_id);
+  async createOrganisation(
+    @Actor() by: AuditActor,
+    @Body() dto: CreateOrganisationDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<OrganisationRecord> {
+    const { record, created } = await this.provisioning.createOrganisation(by, dto.name.trim(), dto.external_id);
     res.status(created ? 201 : 200);
     return record;
   }
@@ -81,8 +87,8 @@ export class AdminController {
   })
   @ApiOkResponse({ type: MembershipRecord })
   @ApiErrors(400, 401, 402, 403, 404, 409)
-  putMember(@Param() params: MemberParams, @Body() dto: PutMemberDto): Promise<MembershipRecord> {
-    return this.identity.addMember(params.id, params.user_id, dto.role);
+  putMember(@Actor() by: AuditActor, @Param() params: MemberParams, @Body() dto: PutMemberDto): Promise<MembershipRecord> {
+    return this.provisioning.putMember(by, params.id, params.user_id, dto.role);
   }
 
   @Delete('organisations/:id/members/:user_id')
@@ -90,8 +96,8 @@ export class AdminController {
   @ApiOperation({ summary: 'Remove a member (never the last owner: 409 last_owner)' })
   @ApiNoContentResponse({ description: 'Removed' })
   @ApiErrors(400, 401, 403, 404, 409)
-  async deleteMember(@Param() params: MemberParams): Promise<void> {
-    await this.identity.removeMember(params.id, params.user_id);
+  async deleteMember(@Actor() by: AuditActor, @Param() params: MemberParams): Promise<void> {
+    await this.provisioning.removeMember(by, params.id, params.user_id);
   }
 
   @Post('users')
@@ -102,8 +108,8 @@ export class AdminController {
   @ApiCreatedResponse({ type: UserRecord })
   @ApiOkResponse({ type: UserRecord, description: 'A user with this external_id already exists' })
   @ApiErrors(400, 401, 403, 409)
-  async createUser(@Body() dto: CreateUserDto, @Res({ passthrough: true }) res: Response): Promise<UserRecord> {
-    const { record, created } = await this.identity.provisionUser(dto.email, dto.external_id);
+  async createUser(@Actor() by: AuditActor, @Body() dto: CreateUserDto, @Res({ passthrough: true }) res: Response): Promise<UserRecord> {
+    const { record, created } = await this.provisioning.createUser(by, dto.email, dto.external_id);
     res.status(created ? 201 : 200);
     return record;
   }
@@ -132,13 +138,13 @@ export class AdminController {
   @ApiOperation({ summary: 'Mint a session for a user (their web app login): a bearer token or the `session` cookie' })
   @ApiCreatedResponse({ type: SessionCreated })
   @ApiErrors(400, 401, 403, 404)
-  async createSession(@Body() dto: CreateSessionDto): Promise<SessionCreated> {
+  async createSession(@Actor() by: AuditActor, @Body() dto: CreateSessionDto): Promise<SessionCreated> {
     const ttl = dto.ttl_s ?? this.config.sessionTtlS;
     if (ttl > this.config.sessionTtlS) {
       throw new AppException('validation_failed', `ttl_s must not be greater than SESSION_TTL_S (${this.config.sessionTtlS})`);
     }
     if (!(await this.identity.userExists(dto.user_id))) throw userNotFound(`id ${dto.user_id}`);
-    const { token, expiresAt } = await this.sessions.create(dto.user_id, ttl);
+    const { token, expiresAt } = await this.provisioning.createSession(by, dto.user_id, ttl);
     return { token, expires_at: expiresAt.toISOString() };
   }
 
@@ -147,12 +153,12 @@ export class AdminController {
   @ApiOperation({ summary: "Revoke one session (`{token}`) or all of a user's sessions (`{user_id}`)" })
   @ApiOkResponse({ type: SessionsRevoked })
   @ApiErrors(400, 401, 403, 404)
-  async revokeSessions(@Body() dto: RevokeSessionsDto): Promise<SessionsRevoked> {
+  async revokeSessions(@Actor() by: AuditActor, @Body() dto: RevokeSessionsDto): Promise<SessionsRevoked> {
     if ((dto.token === undefined) === (dto.user_id === undefined)) {
       throw new AppException('validation_failed', 'give exactly one of token and user_id');
     }
-    if (dto.token !== undefined) return { revoked: (await this.sessions.revoke(dto.token)) ? 1 : 0 };
+    if (dto.token !== undefined) return { revoked: await this.provisioning.revokeSession(by, dto.token) };
     if (!(await this.identity.userExists(dto.user_id!))) throw userNotFound(`id ${dto.user_id}`);
-    return { revoked: await this.sessions.revokeAllOf(dto.user_id!) };
+    return { revoked: await this.provisioning.revokeSessionsOf(by, dto.user_id!) };
   }
 }

@@ -16,7 +16,7 @@ import { sessionToken, SessionStrategy } from './session.strategy';
 /** A route that declares nothing keeps the service's default: a session. */
 const DEFAULT_AUTH: RouteAuth = { kind: 'session', verifiedBy: 'guard' };
 
-type AuthRequest = Request & { user?: AuthUser; queryCaller?: QueryCaller };
+type AuthRequest = Request & { user?: AuthUser; queryCaller?: QueryCaller; serviceKey?: string };
 
 // The vocabulary names the roles without importing identity; this fails to compile if the two sets drift.
 type SameSet<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -63,12 +63,12 @@ export class RouteAuthGuard implements CanActivate {
         if (req.headers[SERVICE_KEY_HEADER] === undefined && (req.headers.authorization || sessionToken(req))) {
           throw new AppException('session_not_accepted', 'This route is for back-ends: send X-Service-Key, not a user session or token.');
         }
-        this.serviceKeys.verify(req.headers[SERVICE_KEY_HEADER]);
+        req.serviceKey = this.serviceKeys.verify(req.headers[SERVICE_KEY_HEADER]);
         return true;
       case 'sessionOrServiceKey':
         // A request carrying a key is a back-end: the key alone decides, even beside a session, and there is no user.
         if (req.headers[SERVICE_KEY_HEADER] !== undefined) {
-          this.serviceKeys.verify(req.headers[SERVICE_KEY_HEADER]);
+          req.serviceKey = this.serviceKeys.verify(req.headers[SERVICE_KEY_HEADER]);
           return true;
         }
         return this.authenticateSession(req, http.getResponse<Response>());

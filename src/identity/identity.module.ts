@@ -4,6 +4,7 @@ import { LicensingModule } from '../licensing/licensing.module';
 import { AdminController } from './admin.controller';
 import { IdentityRepository } from './identity.repository';
 import { IdentityService } from './identity.service';
+import { ProvisioningService } from './provisioning.service';
 import { JwtStrategy } from './jwt.strategy';
 import { MeController } from './me.controller';
 import { ServiceKeys } from './service-keys';
@@ -19,7 +20,7 @@ import { SessionStrategy } from './session.strategy';
 @Module({
   imports: [PassportModule, LicensingModule],
   controllers: [MeController, AdminController],
-  providers: [IdentityRepository, IdentityService, SessionRepository, SessionService, SessionStrategy, JwtStrategy, ServiceKeys],
-  exports: [IdentityService, SessionService, SessionStrategy, JwtStrategy, ServiceKeys],
+  providers: [IdentityRepository, IdentityService, ProvisioningService, SessionRepository, SessionService, SessionStrategy, JwtStrategy, ServiceKeys],
+  exports: [IdentityService, ProvisioningService, SessionService, SessionStrategy, JwtStrategy, ServiceKeys],
 })
 export class IdentityModule {}

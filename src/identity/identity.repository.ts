@@ -125,13 +125,13 @@ export class IdentityRepository {
     return { id: identifiers[0].id, name };
   }
 
-  async insertOrganisationIfNew(name: string, externalId: string | null): Promise<OrganisationRow | undefined> {
-    const [row] = await this.db.query(INSERT_ORGANISATION_SQL, [name, externalId]);
+  async insertOrganisationIfNew(name: string, externalId: string | null, m: EntityManager = this.db.manager): Promise<OrganisationRow | undefined> {
+    const [row] = await m.query(INSERT_ORGANISATION_SQL, [name, externalId]);
     return row;
   }
 
-  async insertUserIfNew(email: string, externalId: string | null): Promise<UserRow | undefined> {
-    const [row] = await this.db.query(INSERT_USER_SQL, [email, externalId]);
+  async insertUserIfNew(email: string, externalId: string | null, m: EntityManager = this.db.manager): Promise<UserRow | undefined> {
+    const [row] = await m.query(INSERT_USER_SQL, [email, externalId]);
     return row;
   }
 

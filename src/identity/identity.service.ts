@@ -32,6 +32,8 @@ const emailTaken = (email: string) =>
 const lastOwner = (organisationId: string) =>
   new AppException('last_owner', `Organisation ${organisationId} would be left without an owner: make another member owner first.`);
 
+/** Called inside a membership change's transaction with the role before and after (null: no membership), e.g. to audit it. */
+export type MemberChangeHook = (m: EntityManager, before: Role | null, after: Role | null) => Promise<void>;
 
 @Injectable()
 export class IdentityService {
@@ -58,8 +60,8 @@ export class IdentityService {
    * when a concurrent create of the same external_id wins, the INSERT waits for it and does nothing, and
    * only a new statement sees the winner's row.
    */
-  async provisionOrganisation(name: string, externalId?: string): Promise<{ record: OrganisationRecord; created: boolean }> {
-    const row = await this.identity.insertOrganisationIfNew(name, externalId ?? null);
+  async provisionOrganisation(name: string, externalId?: string, m?: EntityManager): Promise<{ record: OrganisationRecord; created: boolean }> {
+    const row = await this.identity.insertOrganisationIfNew(name, externalId ?? null, m);
     if (row) return { record: organisationRecord(row), created: true };
     return { record: (await this.findOrganisation({ externalId: externalId! }))!, created: false };
   }
@@ -68,8 +70,8 @@ export class IdentityService {
    * As provisionOrganisation, for users. The email is unique too: an email already taken under another
    * external_id (or none) is 409 `email_taken`, never a silent merge of two people.
    */
-  async provisionUser(email: string, externalId?: string): Promise<{ record: UserRecord; created: boolean }> {
-    const row = await this.identity.insertUserIfNew(email, externalId ?? null);
+  async provisionUser(email: string, externalId?: string, m?: EntityManager): Promise<{ record: UserRecord; created: boolean }> {
+    const row = await this.identity.insertUserIfNew(email, externalId ?? null, m);
     if (row) return { record: userRecord(row), created: true };
     const existing = externalId === undefined ? undefined : await this.findUser({ externalId });
     if (!existing) throw emailTaken(email);
@@ -92,7 +94,7 @@ export class IdentityService {
    * serialises concurrent changes of its members across instances, so two additions cannot both take the
    * last seat and two demotions cannot both leave it without an owner; changing a role never needs a seat.
    */
-  addMember(organisationId: string, userId: string, role: Role): Promise<MembershipRecord> {
+  addMember(organisationId: string, userId: string, role: Role, onChange?: MemberChangeHook): Promise<MembershipRecord> {
     return transaction(this.db, async (m) => {
       await this.lockOrganisation(m, organisationId);
       if (!(await this.identity.userExists(userId, m))) throw new AppException('user_not_found', `No user with id ${userId}.`);
@@ -109,18 +111,20 @@ export class IdentityService {
       }
       if (current === 'owner' && role !== 'owner' && owners === 1) throw lastOwner(organisationId);
       await this.identity.upsertMembership(m, organisationId, userId, role);
+      if (current !== role) await onChange?.(m, current ?? null, role);
       return { organisation_id: organisationId, user_id: userId, role };
     });
   }
 
   /** Removes a member; never the last owner (409), under the same organisation lock as addMember. */
-  removeMember(organisationId: string, userId: string): Promise<void> {
+  removeMember(organisationId: string, userId: string, onChange?: MemberChangeHook): Promise<void> {
     return transaction(this.db, async (m) => {
       await this.lockOrganisation(m, organisationId);
       const { current, owners } = await this.identity.membershipCounts(m, organisationId, userId);
       if (!current) throw new AppException('membership_not_found', `User ${userId} is not a member of organisation ${organisationId}.`);
       if (current === 'owner' && owners === 1) throw lastOwner(organisationId);
       await this.identity.deleteMembership(m, organisationId, userId);
+      await onChange?.(m, current, null);
     });
   }
 

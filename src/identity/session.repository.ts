@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, IsNull, Raw } from 'typeorm';
+import { DataSource, EntityManager, IsNull, Raw } from 'typeorm';
 import { AuthUser } from '../common/current-user.decorator';
 import { preparedQuery } from '../database/prepared';
 import { LoginSession } from './login-session.entity';
@@ -28,15 +28,15 @@ const CREATE_SQL = `
       SELECT id FROM sessions WHERE user_id = $2 AND (expires_at <= now() OR revoked_at IS NOT NULL)
       LIMIT 100 FOR UPDATE SKIP LOCKED))
   INSERT INTO sessions (token_hash, user_id, expires_at)
-  VALUES ($1, $2, now() + make_interval(secs => $3)) RETURNING expires_at AS "expiresAt"`;
+  VALUES ($1, $2, now() + make_interval(secs => $3)) RETURNING id, expires_at AS "expiresAt"`;
 
 /** Login sessions, by the SHA-256 of their token (the token itself is never stored). */
 @Injectable()
 export class SessionRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  async insert(tokenHash: Buffer, userId: string, ttlSeconds: number): Promise<{ expiresAt: Date }> {
-    const [row] = await this.db.query(CREATE_SQL, [tokenHash, userId, ttlSeconds]);
+  async insert(tokenHash: Buffer, userId: string, ttlSeconds: number, m: EntityManager = this.db.manager): Promise<{ id: string; expiresAt: Date }> {
+    const [row] = await m.query(CREATE_SQL, [tokenHash, userId, ttlSeconds]);
     return row;
   }
 
@@ -45,15 +45,22 @@ export class SessionRepository {
     return user;
   }
 
-  /** Revokes the live session with this token hash; answers whether there was one. */
-  async revoke(tokenHash: Buffer): Promise<boolean> {
-    const { affected } = await this.db.getRepository(LoginSession).update({ tokenHash, revokedAt: IsNull() }, { revokedAt: () => 'now()' });
-    return (affected ?? 0) > 0;
+  /** Revokes the live session with this token hash; answers it (its id and user), if there was one. */
+  async revoke(tokenHash: Buffer, m: EntityManager = this.db.manager): Promise<{ id: string; userId: string } | undefined> {
+    const { raw } = await m
+      .createQueryBuilder()
+      .update(LoginSession)
+      .set({ revokedAt: () => 'now()' })
+      .where({ tokenHash, revokedAt: IsNull() })
+      .returning(['id', 'userId'])
+      .execute();
+    const [row] = raw as { id: string; user_id: string }[];
+    return row && { id: row.id, userId: row.user_id };
   }
 
   /** Revokes every live session of the user; answers how many. */
-  async revokeAllOf(userId: string): Promise<number> {
-    const { affected } = await this.db
+  async revokeAllOf(userId: string, m: EntityManager = this.db.manager): Promise<number> {
+    const { affected } = await m
       .getRepository(LoginSession)
       .update({ userId, revokedAt: IsNull(), expiresAt: Raw((column) => `${column} > now()`) }, { revokedAt: () => 'now()' });
     return affected ?? 0;

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
+import { EntityManager } from 'typeorm';
 import { AuthUser } from '../common/current-user.decorator';
 import { SessionRepository } from './session.repository';
 
@@ -13,10 +14,10 @@ export class SessionService {
    * Issues a new opaque token (32 random bytes, base64url). Only its hash is stored; the user's dead
    * sessions are pruned in the same statement.
    */
-  async create(userId: string, ttlSeconds: number): Promise<{ token: string; expiresAt: Date }> {
+  async create(userId: string, ttlSeconds: number, m?: EntityManager): Promise<{ id: string; token: string; expiresAt: Date }> {
     const token = randomBytes(32).toString('base64url');
-    const { expiresAt } = await this.sessions.insert(hashToken(token), userId, ttlSeconds);
-    return { token, expiresAt };
+    const { id, expiresAt } = await this.sessions.insert(hashToken(token), userId, ttlSeconds, m);
+    return { id, token, expiresAt };
   }
 
   /** The user behind a live token, or null when it is unknown, expired or revoked. One round trip. */
@@ -24,13 +25,13 @@ export class SessionService {
     return (await this.sessions.liveSessionUser(hashToken(token))) ?? null;
   }
 
-  /** True when a live session was revoked; revoking twice or an unknown token is false. */
-  revoke(token: string): Promise<boolean> {
-    return this.sessions.revoke(hashToken(token));
+  /** The live session revoked (its id and user); revoking twice or an unknown token is undefined. */
+  revoke(token: string, m?: EntityManager): Promise<{ id: string; userId: string } | undefined> {
+    return this.sessions.revoke(hashToken(token), m);
   }
 
   /** Revokes every live session of the user; answers how many. */
-  revokeAllOf(userId: string): Promise<number> {
-    return this.sessions.revokeAllOf(userId);
+  revokeAllOf(userId: string, m?: EntityManager): Promise<number> {
+    return this.sessions.revokeAllOf(userId, m);
   }
 }

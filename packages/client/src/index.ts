@@ -127,6 +127,8 @@ export function createClient(options: ClientOptions) {
       createSession: (body: Body<'/api/admin/sessions', 'post'>) => call(api.POST('/api/admin/sessions', { body })),
       /** `POST /api/admin/sessions/revoke`: one session (`{token}`) or all of a user's (`{user_id}`). */
       revokeSessions: (body: Body<'/api/admin/sessions/revoke', 'post'>) => call(api.POST('/api/admin/sessions/revoke', { body })),
+      /** `GET /api/admin/audit`: the audit log, newest first, a page at a time (`starting_after`: the last entry's id). */
+      audit: (query: paths['/api/admin/audit']['get']['parameters']['query'] = {}) => call(api.GET('/api/admin/audit', { params: { query } })),
     },
   };
 }

@@ -4,6 +4,23 @@
  */
 
 export interface paths {
+    "/api/admin/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The audit log, newest first (keyset pagination by id) */
+        get: operations["AuditController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/me": {
         parameters: {
             query?: never;
@@ -430,35 +447,41 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
-        UserRecord: {
-            /** Format: uuid */
-            id: string;
-            /** @example ada@example.com */
-            email: string;
-            /** @example user_77 */
-            external_id: string | null;
-        };
-        MyOrganisation: {
-            /** Format: uuid */
-            id: string;
-            /** @example Acme Ltd */
-            name: string;
-            /** @example org_8231 */
-            external_id: string | null;
-            /** @enum {string} */
-            role: "owner" | "admin" | "member";
+        AuditRecord: {
             /**
-             * @description The license tier (GET /api/licensing/status tells whether it is active)
-             * @example pro
-             * @enum {string}
+             * @description Increasing; the cursor of starting_after
+             * @example 1042
              */
-            tier: "free" | "pro" | "team" | "enterprise";
+            id: string;
+            /** Format: date-time */
+            at: string;
+            /**
+             * @description `service_key:<name>`, `user:<id>`, `cli:<os user>` or `operator:<email>`
+             * @example service_key:webapp
+             */
+            actor: string;
+            /**
+             * @description A dotted name
+             * @example member.added
+             */
+            action: string;
+            /** Format: uuid */
+            organisation_id: string | null;
+            /** @description The record before the change (null: it did not exist) */
+            before: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The record after the change (null: it no longer exists) */
+            after: {
+                [key: string]: unknown;
+            } | null;
+            /** @description X-Request-Id of the change (null from the CLI) */
+            request_id: string | null;
         };
-        MeResponse: {
-            user: components["schemas"]["UserRecord"];
-            /** @description Oldest membership first; at most `limit` */
-            organisations: components["schemas"]["MyOrganisation"][];
-            /** @description More organisations follow: pass the last id as starting_after */
+        AuditPage: {
+            /** @description Newest first */
+            data: components["schemas"]["AuditRecord"][];
+            /** @description More entries follow: pass the last id as starting_after */
             has_more: boolean;
         };
         ErrorResponse: {
@@ -533,6 +556,37 @@ export interface components {
              * @enum {string}
              */
             code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "negative_amount" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "event_not_stored";
+        };
+        UserRecord: {
+            /** Format: uuid */
+            id: string;
+            /** @example ada@example.com */
+            email: string;
+            /** @example user_77 */
+            external_id: string | null;
+        };
+        MyOrganisation: {
+            /** Format: uuid */
+            id: string;
+            /** @example Acme Ltd */
+            name: string;
+            /** @example org_8231 */
+            external_id: string | null;
+            /** @enum {string} */
+            role: "owner" | "admin" | "member";
+            /**
+             * @description The license tier (GET /api/licensing/status tells whether it is active)
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+        };
+        MeResponse: {
+            user: components["schemas"]["UserRecord"];
+            /** @description Oldest membership first; at most `limit` */
+            organisations: components["schemas"]["MyOrganisation"][];
+            /** @description More organisations follow: pass the last id as starting_after */
+            has_more: boolean;
         };
         Member: {
             /** Format: uuid */
@@ -1002,6 +1056,95 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    AuditController_list: {
+        parameters: {
+            query?: {
+                /** @description Only this organisation's entries */
+                organisation_id?: string;
+                limit?: number;
+                /** @description id of the last entry of the previous page */
+                starting_after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     MeController_me: {
         parameters: {
             query?: {
