@@ -71,6 +71,13 @@ describe('packages/client against the service', () => {
     expect(await user.history({ organisation_id: organisation.id })).toEqual({ data: [], has_more: false });
   });
 
+  it('reads the public plan list without a credential, typed', async () => {
+    const { data } = await createClient({ baseUrl: t.baseUrl }).plans();
+    expect(data.map((plan) => plan.tier)).toEqual(['free', 'pro', 'team', 'enterprise']);
+    expect(data[0]).toMatchObject({ per_seat: false, trial_days: 0, limits: { projects: 3, ai_tokens: 100000, users: 3 }, prices: [] });
+    expect(data[1].prices.map((price) => `${price.interval} ${price.unit_amount} ${price.currency}`)).toEqual(['month 2900 EUR', 'year 29000 EUR']);
+  });
+
   it("throws the service's errors with their code, status and request id", async () => {
     const { organisation } = await provision('client_b');
     const stranger = await provision('client_c');
