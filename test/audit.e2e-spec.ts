@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { userInfo } from 'node:os';
+import { cli } from './support/run-cli';
 import { errorBody } from './licensing-fixtures';
 import { startTestApp, TestApp } from './support/test-app';
 
@@ -109,6 +111,27 @@ describe('audit trail', () => {
     await admin('post', '/organisations', 'with:colons').expect(401);
     await admin('post', '/organisations', WITH_COLON).send({ name: 'Ops' }).expect(201);
     expect((await lastEntry()).actor).toBe('service_key:ops');
+  });
+
+  it('the operator CLI writes the same entries, with actor cli:<os user> and no request id; a refused command writes nothing', async () => {
+    const run = (args: string[]) => cli(args, { DATABASE_URL: t.databaseUrl }, { app: t.app });
+    const actor = `cli:${userInfo().username}`;
+    const org = (await run(['org:create', '--name', 'Cli Ltd'])).json;
+    const user = (await run(['user:create', '--email', `${unique('cli')}@example.com`])).json;
+    expect((await run(['member:add', '--org', org.id, '--user', user.id, '--role', 'owner'])).code).toBe(0);
+    const session = (await run(['session:create', '--user', user.id])).json;
+    expect((await run(['session:revoke', '--token', session.token])).code).toBe(0);
+    const before = await count();
+    expect((await run(['session:revoke', '--token', session.token])).code).toBe(2);
+    expect((await run(['user:create', '--email', user.email])).code).not.toBe(0);
+    expect(await count()).toBe(before);
+    const rows = await t.db.query(
+      `SELECT actor, action, request_id FROM audit_log WHERE organisation_id = $1 OR after->>'user_id' = $2 OR after->>'id' = $2 ORDER BY id`,
+      [org.id, user.id],
+    );
+    expect(rows).toEqual(
+      ['organisation.created', 'user.created', 'member.added', 'session.created', 'sessions.revoked'].map((action) => ({ actor, action, request_id: null })),
+    );
   });
 
   it('pages newest first by id, with has_more and starting_after; per organisation', async () => {

@@ -1,4 +1,6 @@
 import { INestApplicationContext } from '@nestjs/common';
+import { userInfo } from 'node:os';
+import type { AuditActor } from '../audit/audit.service';
 import { parseDecimalInteger } from '../common/query-int.decorator';
 import type { AppConfig } from '../config/app-config';
 
@@ -14,6 +16,11 @@ export interface CliCommand {
 }
 
 export class CliUsageError extends Error {}
+
+/** The operator running a changing command, for the audit log: `cli:<os user>` (no request id). */
+export function cliActor(): AuditActor {
+  return { actor: `cli:${userInfo().username}`, requestId: null };
+}
 
 export function requireFlag(flags: Flags, name: string): string {
   const value = flags[name];

@@ -1,8 +1,8 @@
 import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
 import { ROLES, Role } from '../identity/membership.entity';
-import { SessionService } from '../identity/session.service';
-import { CliCommand, CliUsageError, integerFlag, oneOfFlag, requireFlag } from './cli-command';
+import { ProvisioningService } from '../identity/provisioning.service';
+import { cliActor, CliCommand, CliUsageError, integerFlag, oneOfFlag, requireFlag } from './cli-command';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -19,7 +19,8 @@ export const identityCommands: Record<string, CliCommand> = {
     async run(app, flags) {
       const name = requireFlag(flags, 'name').trim();
       if (!name || name.length > 200) throw new CliUsageError('--name must be 1 to 200 characters');
-      return app!.get(IdentityService).createOrganisation(name);
+      const { record } = await app!.get(ProvisioningService).createOrganisation(cliActor(), name);
+      return { id: record.id, name: record.name };
     },
   },
   'user:create': {
@@ -27,7 +28,8 @@ export const identityCommands: Record<string, CliCommand> = {
     async run(app, flags) {
       const email = requireFlag(flags, 'email').trim();
       if (!EMAIL.test(email) || email.length > 320) throw new CliUsageError('--email must be an email address');
-      return app!.get(IdentityService).createUser(email);
+      const { record } = await app!.get(ProvisioningService).createUser(cliActor(), email);
+      return { id: record.id, email: record.email };
     },
   },
   'member:add': {
@@ -35,7 +37,7 @@ export const identityCommands: Record<string, CliCommand> = {
     async run(app, flags) {
       const role = oneOfFlag<Role>(flags, 'role', ROLES) ?? 'member';
       // A new member beyond the users limit in force is refused (402) by the one method that adds members.
-      return app!.get(IdentityService).addMember(uuidFlag(flags, 'org'), uuidFlag(flags, 'user'), role);
+      return app!.get(ProvisioningService).putMember(cliActor(), uuidFlag(flags, 'org'), uuidFlag(flags, 'user'), role);
     },
   },
   'session:create': {
@@ -46,14 +48,14 @@ export const identityCommands: Record<string, CliCommand> = {
         integerFlag(flags, 'ttl', { min: 1, max: 999_999_999 }, '--ttl must be a positive whole number of seconds') ??
         app!.get(AppConfig).sessionTtlS;
       if (!(await app!.get(IdentityService).userExists(userId))) throw new CliUsageError(`no user with id ${userId}`);
-      const session = await app!.get(SessionService).create(userId, ttl);
+      const session = await app!.get(ProvisioningService).createSession(cliActor(), userId, ttl);
       return { token: session.token, expires_at: session.expiresAt.toISOString() };
     },
   },
   'session:revoke': {
     usage: 'session:revoke --token TOKEN',
     async run(app, flags) {
-      const revoked = await app!.get(SessionService).revoke(requireFlag(flags, 'token'));
+      const revoked = await app!.get(ProvisioningService).revokeSession(cliActor(), requireFlag(flags, 'token'));
       if (!revoked) throw new CliUsageError('no live session with that token');
       return { revoked: true };
     },
