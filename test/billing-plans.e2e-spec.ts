@@ -5,23 +5,12 @@ import { PriceCatalog } from '../src/billing/price-catalog';
 import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
 import { startTestApp, TestApp } from './support/test-app';
 import { waitFor } from './support/wait-for';
+import { SPEC_PLAN_EXAMPLE } from './support/plan-examples';
 
-/** spec §11.1's example: a trial, per-seat users, an overage that bills, a further metric. */
-const SPEC_EXAMPLE = {
-  free: { projects: 3, ai_tokens: 100000, users: 3 },
-  pro: { projects: 25, ai_tokens: 2000000, users: 10, trial_days: 14, features: { api_access: true } },
-  team: {
-    projects: 100,
-    ai_tokens: { limit: 10000000, overage: 'bill' },
-    users: { per_seat: true, max: 500 },
-    features: { api_access: true, audit_log: true },
-    metrics: { storage_gb: 100 },
-  },
-};
 
 function tiersFile(): string {
   const file = join(mkdtempSync(join(tmpdir(), 'plans-')), 'tiers.json');
-  writeFileSync(file, JSON.stringify(SPEC_EXAMPLE));
+  writeFileSync(file, JSON.stringify(SPEC_PLAN_EXAMPLE));
   return file;
 }
 

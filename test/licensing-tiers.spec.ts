@@ -5,23 +5,12 @@ import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config/app-config';
 import { DEFAULT_TIERS, limitsOf, TierPlan } from '../src/config/tiers';
 import { ROOT } from './support/run-cli';
+import { SPEC_PLAN_EXAMPLE } from './support/plan-examples';
 
 const dir = () => mkdtempSync(join(tmpdir(), 'billing-tiers-'));
 const LIMITS = { projects: 1, ai_tokens: 2, users: 3 };
 const LIMITS_FREE = { projects: 3, ai_tokens: 100_000, users: 3 };
 
-/** spec §11.1's example file. */
-const SPEC_EXAMPLE = {
-  free: { projects: 3, ai_tokens: 100000, users: 3 },
-  pro: { projects: 25, ai_tokens: 2000000, users: 10, trial_days: 14, features: { api_access: true } },
-  team: {
-    projects: 100,
-    ai_tokens: { limit: 10000000, overage: 'bill' },
-    users: { per_seat: true, max: 500 },
-    features: { api_access: true, audit_log: true },
-    metrics: { storage_gb: 100 },
-  },
-};
 
 function tiersFile(content: string): string {
   const file = join(dir(), 'tiers.json');
@@ -57,7 +46,7 @@ describe('TIERS_FILE', () => {
   });
 
   it("reads the specification's example: features, trial days, overage, per-seat users and further metrics", () => {
-    const file = tiersFile(JSON.stringify(SPEC_EXAMPLE));
+    const file = tiersFile(JSON.stringify(SPEC_PLAN_EXAMPLE));
     const { tiers } = load(file);
     expect(Object.keys(tiers)).toEqual(['free', 'pro', 'team']);
     expect(tiers.team).toEqual({
