@@ -2,7 +2,7 @@ import { OpenAPIObject } from '@nestjs/swagger';
 
 type Json = Record<string, any>;
 
-export const REQUEST_ID_HEADER = {
+const REQUEST_ID_HEADER = {
   description: 'The request id, also in the log lines of this request: quote it to support',
   schema: { type: 'string' },
 };
@@ -15,13 +15,6 @@ export const REQUEST_ID_HEADER = {
 const BODY_STATUSES = ['400', '413', '415'];
 const TRANSPORT_STATUSES = ['408', '431', '500'];
 
-/**
- * Turns the document Nest builds from the decorators into the exact one the service serves: OpenAPI 3.1
- * (`null` as a type, so nullable fields are typed exactly, and `webhooks` for the notifications), every
- * response with its `X-Request-Id` header, public routes with `security: []`, request bodies closed
- * (`additionalProperties: false`, as the global ValidationPipe refuses unknown fields), and the statuses
- * every route shares.
- */
 export interface ExactOptions {
   /** Whether a route reaches the database (then it may answer 503). */
   databaseRoutes: (path: string) => boolean;
@@ -29,6 +22,13 @@ export interface ExactOptions {
   tiers: string[];
 }
 
+/**
+ * Turns the document Nest builds from the decorators into the exact one the service serves: OpenAPI 3.1
+ * (`null` as a type, so nullable fields are typed exactly, and `webhooks` for the notifications), every
+ * response with its `X-Request-Id` header, public routes with `security: []`, request bodies closed
+ * (`additionalProperties: false`, as the global ValidationPipe refuses unknown fields), and the statuses
+ * every route shares.
+ */
 export function exactDocument(document: OpenAPIObject, opts: ExactOptions): OpenAPIObject {
   const doc = document as unknown as Json;
   doc.openapi = '3.1.0';
