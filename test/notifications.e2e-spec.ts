@@ -223,6 +223,8 @@ describe('notifications to the web app', () => {
 
     const retried = await cli(['notifications:retry', '--id', id], cliEnv, { app: t.app });
     expect(retried.json).toEqual({ id, requeued: 1 });
+    const audited = await t.db.query(`SELECT actor, organisation_id, after FROM audit_log WHERE action = 'notification.retried'`);
+    expect(audited).toEqual([{ actor: expect.stringMatching(/^cli:.+/), organisation_id: org, after: { id, requeued: 1 } }]);
     const again = await messages(org, 2);
     expect(again[1].headers['webhook-id']).toBe(id);
     expect(again[1].body).toBe(sent.body);

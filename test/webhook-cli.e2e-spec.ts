@@ -95,6 +95,10 @@ describe('operator CLI: events:list and events:replay', () => {
     expect(license.tier).toBe('gold');
     const [row] = await t.db.query(`SELECT status, attempts FROM webhook_events WHERE id = $1`, [ids.gold]);
     expect(row).toEqual({ status: 'processed', attempts: 3 });
+    // Each replay that ran is in the audit log, as the operator; the final one with its outcome.
+    const audited = await t.db.query(`SELECT actor, organisation_id, after FROM audit_log WHERE action = 'event.replayed' AND after->>'id' = $1 ORDER BY id`, [ids.gold]);
+    expect(audited).toHaveLength(2);
+    expect(audited[1]).toEqual({ actor: expect.stringMatching(/^cli:.+/), organisation_id: org, after: fixed.json });
   });
 
   it('replaying a processed event changes nothing', async () => {
@@ -102,5 +106,7 @@ describe('operator CLI: events:list and events:replay', () => {
     expect(res.json).toEqual({ id: ids.paid, status: 'duplicate', reason: 'already received (processed)' });
     const [{ n }] = await t.db.query(`SELECT count(*)::int AS n FROM billing_history WHERE organisation_id = $1`, [org]);
     expect(n).toBe(1);
+    const [{ audited }] = await t.db.query(`SELECT count(*)::int AS audited FROM audit_log WHERE after->>'id' = $1`, [ids.paid]);
+    expect(audited).toBe(0);
   });
 });

@@ -61,7 +61,7 @@ describe('webhook: a tie of two .updated asks the provider outside the transacti
 
       // The provider knows it now (it says pro): the replay applies what it says.
       fake.addSubscription({ ...sub, status: 'active' });
-      expect(await t.app.get(EventDispatcher).replay(event.id)).toEqual({ id: event.id, status: 'processed', reason: null });
+      expect(await t.app.get(EventDispatcher).replay(event.id, { actor: 'cli:test', requestId: null })).toEqual({ id: event.id, status: 'processed', reason: null });
       expect(await ledger(event.id)).toEqual({ status: 'processed', reason: null });
       expect((await licenseOf(t, org)).tier).toBe('pro');
     });

@@ -3,7 +3,7 @@ import { EventDispatcher } from '../webhook/event-dispatcher';
 import { listEvents } from '../webhook/webhook-ledger.repository';
 import { EVENT_RETENTION_DAYS, ProviderSync } from '../webhook/provider-sync.service';
 import { LEDGER_STATUSES, LedgerStatus } from '../webhook/webhook-event.entity';
-import { CliCommand, integerFlag, limitFlag, oneOfFlag, requireFlag } from './cli-command';
+import { cliActor, CliCommand, integerFlag, limitFlag, oneOfFlag, requireFlag } from './cli-command';
 
 /** events:list and events:replay (the webhook event ledger), provider:sync (the reconciliation). */
 export const eventCommands: Record<string, CliCommand> = {
@@ -26,7 +26,7 @@ export const eventCommands: Record<string, CliCommand> = {
   'events:replay': {
     usage: 'events:replay --id EVENT_ID',
     async run(app, flags) {
-      const { id, status, reason } = await app!.get(EventDispatcher).replay(requireFlag(flags, 'id'));
+      const { id, status, reason } = await app!.get(EventDispatcher).replay(requireFlag(flags, 'id'), cliActor());
       return { id, status, reason };
     },
   },

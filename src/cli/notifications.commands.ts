@@ -1,6 +1,6 @@
 import { NotificationOutbox } from '../notifications/notification-outbox.service';
 import { DELIVERY_STATUSES, DeliveryStatus } from '../notifications/notification-delivery.entity';
-import { CliCommand, limitFlag, oneOfFlag, requireFlag } from './cli-command';
+import { cliActor, CliCommand, limitFlag, oneOfFlag, requireFlag } from './cli-command';
 
 /** notifications:list and notifications:retry: the outbox of messages to the web app (spec §10). */
 export const notificationCommands: Record<string, CliCommand> = {
@@ -15,7 +15,7 @@ export const notificationCommands: Record<string, CliCommand> = {
     usage: 'notifications:retry --id WEBHOOK_ID',
     async run(app, flags) {
       // A running service delivers them at once; with none running, the next one to start does.
-      return app!.get(NotificationOutbox).retry(requireFlag(flags, 'id'));
+      return app!.get(NotificationOutbox).retry(requireFlag(flags, 'id'), cliActor());
     },
   },
 };

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { deliveryJobKey, DELIVERY_TASK } from './job-queue';
 import { DeliveryStatus, NotificationDelivery } from './notification-delivery.entity';
 import { NotificationMessage } from './notification-message.entity';
@@ -35,7 +35,8 @@ const RETRY_SQL = `
     SET status = 'pending', next_attempt_at = now(), retry_from = now(), delivered_at = NULL
     WHERE message_id = $1
     RETURNING id)
-  SELECT count(j.id)::int AS requeued FROM d, LATERAL ${addJob('d.id')} AS j`;
+  SELECT count(j.id)::int AS requeued, (SELECT organisation_id FROM notification_messages WHERE id = $1) AS "organisationId"
+  FROM d, LATERAL ${addJob('d.id')} AS j`;
 
 /**
  * A pending delivery long overdue lost its job (an instance killed during an attempt leaves the job locked
@@ -130,9 +131,9 @@ export class NotificationDeliveriesRepository {
   }
 
   /** Every delivery of message `id` pending again, due now; answers how many jobs were queued. */
-  async retry(id: string): Promise<number> {
-    const [{ requeued }]: { requeued: number }[] = await this.db.query(RETRY_SQL, [id]);
-    return requeued;
+  async retry(m: EntityManager, id: string): Promise<{ requeued: number; organisationId: string | null }> {
+    const [row]: { requeued: number; organisationId: string | null }[] = await m.query(RETRY_SQL, [id]);
+    return row;
   }
 
   async requeueLost(): Promise<void> {

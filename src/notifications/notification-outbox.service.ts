@@ -1,5 +1,9 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { AuditActor, AuditService } from '../audit/audit.service';
 import { AppException } from '../common/app-exception';
+import { transaction } from '../database/transaction';
 import { AppConfig } from '../config/app-config';
 import { NotificationBacklog, trackNotificationBacklog } from '../ops/metrics';
 import { NotificationDeliveriesRepository } from './notification-deliveries.repository';
@@ -25,6 +29,8 @@ export class NotificationOutbox implements OnModuleInit, OnModuleDestroy {
   constructor(
     private readonly deliveries: NotificationDeliveriesRepository,
     private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly audit: AuditService,
   ) {}
 
   onModuleInit() {
@@ -59,10 +65,13 @@ export class NotificationOutbox implements OnModuleInit, OnModuleDestroy {
   }
 
   /** Sends the message again to each of its URLs; answers how many deliveries were queued. */
-  async retry(id: string): Promise<{ id: string; requeued: number }> {
-    const requeued = await this.deliveries.retry(id);
-    if (!requeued) throw new AppException('notification_not_found', `No notification with webhook-id ${id}.`);
-    return { id, requeued };
+  retry(id: string, by: AuditActor): Promise<{ id: string; requeued: number }> {
+    return transaction(this.db, async (m) => {
+      const { requeued, organisationId } = await this.deliveries.retry(m, id);
+      if (!requeued) throw new AppException('notification_not_found', `No notification with webhook-id ${id}.`);
+      await this.audit.record(m, by, { action: 'notification.retried', organisationId, after: { id, requeued } });
+      return { id, requeued };
+    });
   }
 
   backlog(): Promise<NotificationBacklog> {

@@ -2,6 +2,7 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
+import { AuditActor, AuditService } from '../audit/audit.service';
 import { ProviderEvent } from '../billing/provider-event';
 import { AppException } from '../common/app-exception';
 import { transaction } from '../database/transaction';
@@ -47,6 +48,7 @@ export class EventDispatcher implements OnModuleInit {
     private readonly config: AppConfig,
     private readonly notifications: NotificationsService,
     private readonly provider: PaymentProvider,
+    private readonly audit: AuditService,
   ) {}
 
   onModuleInit() {
@@ -63,7 +65,7 @@ export class EventDispatcher implements OnModuleInit {
   }
 
   /** `payload` is the event as received (its JSON text), stored in the ledger with how it arrived. */
-  async dispatch(received: ProviderEvent, payload: string, source: EventSource = 'webhook'): Promise<DispatchResult> {
+  async dispatch(received: ProviderEvent, payload: string, source: EventSource = 'webhook', by?: AuditActor): Promise<DispatchResult> {
     const { result, applied } = await this.withProviderAnswers((provider) =>
       this.untilClaimed(async (manager) => {
         const claim = await claimEvent(manager, received, this.providerIds(received));
@@ -83,7 +85,10 @@ export class EventDispatcher implements OnModuleInit {
           if (organisationId) await this.notifications.licenseMayHaveChanged(manager, organisationId);
         }
         const { outcome } = applied[0];
-        return { result: { id: event.id, status: outcome.status, reason: outcome.reason ?? null }, applied };
+        const result = { id: event.id, status: outcome.status, reason: outcome.reason ?? null };
+        // An operator's replay is audited in its transaction; a duplicate (already processed) changed nothing.
+        if (by) await this.audit.record(manager, by, { action: 'event.replayed', organisationId: outcome.organisationId ?? null, after: result });
+        return { result, applied };
       }),
     );
     if (!applied.length) this.record(received, result.status, result.reason);
@@ -143,10 +148,10 @@ export class EventDispatcher implements OnModuleInit {
   }
 
   /** `events:replay`: the stored (verified on receipt) payload through the same path as a redelivery. */
-  async replay(id: string): Promise<DispatchResult> {
+  async replay(id: string, by: AuditActor): Promise<DispatchResult> {
     const payload = await storedPayload(this.db.manager, id);
     if (!payload) throw new AppException('event_not_found', `No webhook event with id ${id}.`);
-    return this.dispatch(parseEvent(payload), payload, 'replay');
+    return this.dispatch(parseEvent(payload), payload, 'replay', by);
   }
 
   private providerIds(event: ProviderEvent): (string | undefined)[] {
