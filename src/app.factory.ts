@@ -10,10 +10,10 @@ import { applyHttpSecurity } from './ops/http-security';
 import { hardenHttpServer } from './ops/http-server';
 import { buildOpenApiDocument, serveOpenApi } from './ops/openapi';
 import { requestMetrics } from './ops/request-metrics';
+import { WEBHOOK_ROUTE } from './webhook/webhook.controller';
 
 export const BODY_LIMIT = '1mb';
 // Signed by the provider and verified over its raw bytes: its contents are the webhook's to judge.
-const WEBHOOK_ROUTE = '/api/webhooks/payprovider';
 
 /** Builds the HTTP application exactly as production runs it; tests use the same function. */
 export async function createApp(config: AppConfig, logger: Logger = createLogger(config.logLevel)) {

@@ -20,6 +20,8 @@ export interface ExactOptions {
   databaseRoutes: (path: string) => boolean;
   /** The tier table's names, in order: every `tier` field is one of them. */
   tiers: string[];
+  /** Routes whose body is not held to JSON by the HTTP layer (no 415: they answer for their bodies themselves). */
+  rawBodyRoutes: string[];
 }
 
 /**
@@ -43,7 +45,8 @@ export function exactDocument(document: OpenAPIObject, opts: ExactOptions): Open
     for (const operation of Object.values<Json>(operations)) {
       operation.security ??= [];
       if (operation.requestBody) closeBody(doc, operation.requestBody);
-      const shared = [...TRANSPORT_STATUSES, ...(operation.requestBody ? BODY_STATUSES : [])];
+      const bodyStatuses = opts.rawBodyRoutes.includes(path) ? BODY_STATUSES.filter((status) => status !== '415') : BODY_STATUSES;
+      const shared = [...TRANSPORT_STATUSES, ...(operation.requestBody ? bodyStatuses : [])];
       if (opts.databaseRoutes(path)) shared.push('503');
       for (const status of shared) operation.responses[status] ??= errorResponse();
       for (const response of Object.values<Json>(operation.responses)) {

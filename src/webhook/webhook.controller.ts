@@ -15,6 +15,9 @@ class WebhookAck {
   @ApiProperty({ nullable: true, type: String, example: null }) reason: string | null;
 }
 
+/** The route's full path. The HTTP layer leaves its body to the signature guard: it judges the raw bytes itself. */
+export const WEBHOOK_ROUTE = '/api/webhooks/payprovider';
+
 @ApiTags('webhooks')
 @Controller('api/webhooks')
 export class WebhookController {
