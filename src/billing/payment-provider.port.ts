@@ -46,6 +46,29 @@ export interface CreateCheckoutInput {
   cancelUrl: string;
 }
 
+/** One item of a subscription: a price of the provider's and how many of it (seats). */
+export interface PlanItem {
+  price: string;
+  quantity: number;
+}
+
+/** A change of a subscription's one item (`itemId`, the subscription item's id) to another price or quantity. */
+export interface ItemChange {
+  itemId: string;
+  item: PlanItem;
+  /** Unix seconds: prorate as of then (the one a preview answered), so the charge is the one shown. */
+  prorationDate?: number;
+}
+
+/** An invoice as the provider previews it (`POST /v1/invoices/create_preview`): its amounts, never ours. */
+export interface InvoicePreview {
+  /** Integer minor units. */
+  amountDue: number;
+  /** As the provider sends it (lower case). */
+  currency: string;
+  lines: { description: string | null; amount: number; periodStart: number; periodEnd: number }[];
+}
+
 export type PaymentProviderErrorKind =
   /** The provider does not know the object (HTTP 404 from the provider). */
   | 'not_found'
@@ -54,7 +77,11 @@ export type PaymentProviderErrorKind =
   /** Unreachable, timed out, or 5xx after retries. */
   | 'unavailable'
   /** The request budget is spent: the provider's 429 after retries, or no slot within PAYPROVIDER_MAX_RPS in time. */
-  | 'rate_limited';
+  | 'rate_limited'
+  /** A payment the request needed failed (the provider's `card_error`): the customer can pay another way. */
+  | 'payment_failed'
+  /** The customer's address gives no tax location (`customer_tax_location_invalid`): the customer can fix it. */
+  | 'tax_location_invalid';
 
 export class PaymentProviderError extends Error {
   constructor(
@@ -121,6 +148,34 @@ export abstract class PaymentProvider {
    * `retrieveSubscription`.
    */
   abstract listSubscriptions(query: { startingAfter?: string }): Promise<ProviderPage<Record<string, any>>>;
+
+  /**
+   * The invoice a change of the subscription's item would make: `when: 'now'` the one invoiced at once,
+   * prorated as of `prorationDate` (the provider's now when absent); `'period_end'` the next one, without
+   * proration. Changes nothing.
+   */
+  abstract previewItemChange(subscriptionId: string, change: ItemChange & { when: 'now' | 'period_end' }): Promise<InvoicePreview>;
+
+  /**
+   * Changes the subscription's item now, prorated and invoiced at once; a payment that fails leaves the
+   * subscription as it was, with a `pending_update`. Answers the subscription as the provider has it after
+   * the request (the shape of `retrieveSubscription`).
+   */
+  abstract changeItemNow(subscriptionId: string, change: ItemChange): Promise<Record<string, any>>;
+
+  /**
+   * Puts `next` in force when the current period ends, through a subscription schedule: the subscription's
+   * (`scheduleId`, when it has one) or one made from it; its current phase is kept, the next one holds `next`,
+   * and the schedule releases the subscription after it. Answers the schedule as the provider has it (what a
+   * `subscription_schedule.*` event carries as `data.object`).
+   */
+  abstract scheduleItemChange(subscriptionId: string, change: { scheduleId: string | null; next: PlanItem }): Promise<Record<string, any>>;
+
+  /** Releases a schedule: the subscription stays as it is now. Answers the released schedule. */
+  abstract releaseSchedule(scheduleId: string): Promise<Record<string, any>>;
+
+  /** Sets or clears `cancel_at_period_end`; answers the subscription as the provider has it after. */
+  abstract setCancelAtPeriodEnd(subscriptionId: string, cancel: boolean): Promise<Record<string, any>>;
 }
 
 /** The provider's largest page: a list costs one request per this many objects. */

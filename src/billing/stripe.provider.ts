@@ -5,9 +5,12 @@ import { providerCalls } from '../ops/metrics';
 import {
   CheckoutSessionInfo,
   CreateCheckoutInput,
+  InvoicePreview,
+  ItemChange,
   PaymentProvider,
   PaymentProviderError,
   PaymentProviderErrorKind,
+  PlanItem,
   PriceInfo,
   PROVIDER_PAGE_SIZE,
   ProviderPage,
@@ -26,6 +29,13 @@ const PRIORITY: Record<string, ProviderPriority> = {
   'portal_session.create': 'interactive',
   'checkout_session.retrieve': 'read',
   'subscription.retrieve': 'read',
+  'subscription.update': 'interactive',
+  'subscription_schedule.create': 'interactive',
+  'subscription_schedule.retrieve': 'interactive',
+  'subscription_schedule.update': 'interactive',
+  'subscription_schedule.release': 'interactive',
+  // A person waits on it, but it changes nothing and can be asked for again and again.
+  'invoice.create_preview': 'read',
 };
 
 /**
@@ -128,9 +138,7 @@ export class StripePaymentProvider extends PaymentProvider {
 
   retrieveSubscription(subscriptionId: string): Promise<Record<string, any>> {
     return this.call('subscription.retrieve', async () => {
-      // The SDK's object is the API's JSON (plus a lastResponse property): hand on a plain copy.
-      const { lastResponse: _, ...subscription } = await this.stripe.subscriptions.retrieve(subscriptionId);
-      return subscription as Record<string, any>;
+      return plain(await this.stripe.subscriptions.retrieve(subscriptionId));
     });
   }
 
@@ -151,6 +159,73 @@ export class StripePaymentProvider extends PaymentProvider {
       const page = await this.stripe.subscriptions.list({ status: 'all', limit: PROVIDER_PAGE_SIZE, starting_after: query.startingAfter });
       return { data: page.data as unknown as Record<string, any>[], hasMore: page.has_more };
     });
+  }
+
+  previewItemChange(subscriptionId: string, change: ItemChange & { when: 'now' | 'period_end' }): Promise<InvoicePreview> {
+    return this.call('invoice.create_preview', async () => {
+      const invoice = await this.stripe.invoices.createPreview({
+        subscription: subscriptionId,
+        subscription_details: {
+          items: [{ id: change.itemId, ...change.item }],
+          // 'now': the invoice an upgrade makes at once; 'period_end': the next one, at the new price.
+          proration_behavior: change.when === 'now' ? 'always_invoice' : 'none',
+          proration_date: change.prorationDate,
+        },
+      });
+      return {
+        amountDue: invoice.amount_due,
+        currency: invoice.currency,
+        lines: invoice.lines.data.map((l) => ({ description: l.description, amount: l.amount, periodStart: l.period.start, periodEnd: l.period.end })),
+      };
+    });
+  }
+
+  changeItemNow(subscriptionId: string, change: ItemChange): Promise<Record<string, any>> {
+    return this.call('subscription.update', async () =>
+      plain(
+        await this.stripe.subscriptions.update(subscriptionId, {
+          items: [{ id: change.itemId, ...change.item }],
+          proration_behavior: 'always_invoice',
+          payment_behavior: 'pending_if_incomplete',
+          proration_date: change.prorationDate,
+        }),
+      ),
+    );
+  }
+
+  async scheduleItemChange(subscriptionId: string, change: { scheduleId: string | null; next: PlanItem }): Promise<Record<string, any>> {
+    const scheduleId = change.scheduleId;
+    const schedule = scheduleId
+      ? await this.call('subscription_schedule.retrieve', () => this.stripe.subscriptionSchedules.retrieve(scheduleId))
+      : await this.call('subscription_schedule.create', () => this.stripe.subscriptionSchedules.create({ from_subscription: subscriptionId }));
+    // The provider refuses phases that rewrite the past: the current phase goes back as it is.
+    const current = schedule.phases.find((p) => p.start_date === schedule.current_phase?.start_date) ?? schedule.phases[0];
+    return this.call('subscription_schedule.update', async () =>
+      plain(
+        await this.stripe.subscriptionSchedules.update(schedule.id, {
+          end_behavior: 'release',
+          proration_behavior: 'none',
+          phases: [
+            {
+              items: current.items.map((i) => ({ price: idOf(i.price)!, quantity: i.quantity })),
+              start_date: current.start_date,
+              end_date: current.end_date,
+            },
+            { items: [change.next] },
+          ],
+        }),
+      ),
+    );
+  }
+
+  releaseSchedule(scheduleId: string): Promise<Record<string, any>> {
+    return this.call('subscription_schedule.release', async () => plain(await this.stripe.subscriptionSchedules.release(scheduleId)));
+  }
+
+  setCancelAtPeriodEnd(subscriptionId: string, cancel: boolean): Promise<Record<string, any>> {
+    return this.call('subscription.update', async () =>
+      plain(await this.stripe.subscriptions.update(subscriptionId, { cancel_at_period_end: cancel })),
+    );
   }
 
   /**
@@ -214,6 +289,12 @@ class PacedHttpClient extends Stripe.HttpClient {
   }
 }
 
+/** The SDK's object is the API's JSON plus a `lastResponse` property: a plain copy, in the provider's shape. */
+function plain(object: object & { lastResponse?: unknown }): Record<string, any> {
+  const { lastResponse: _, ...rest } = object;
+  return rest as Record<string, any>;
+}
+
 function idOf(value: string | { id: string } | null): string | null {
   return typeof value === 'string' ? value : (value?.id ?? null);
 }
@@ -235,5 +316,7 @@ function kindOf(err: InstanceType<typeof Stripe.errors.StripeError>): PaymentPro
   if (status === 429) return 'rate_limited';
   if (status >= 500) return 'unavailable';
   if (status === 404 || err.code === 'resource_missing') return 'not_found';
+  if (err instanceof Stripe.errors.StripeCardError) return 'payment_failed';
+  if (err.code === 'customer_tax_location_invalid') return 'tax_location_invalid';
   return 'rejected';
 }

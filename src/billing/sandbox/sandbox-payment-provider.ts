@@ -5,8 +5,11 @@ import { providerCalls } from '../../ops/metrics';
 import {
   CheckoutSessionInfo,
   CreateCheckoutInput,
+  InvoicePreview,
+  ItemChange,
   PaymentProvider,
   PaymentProviderError,
+  PlanItem,
   PriceInfo,
   PROVIDER_PAGE_SIZE,
   ProviderPage,
@@ -127,6 +130,28 @@ export class SandboxPaymentProvider extends PaymentProvider {
     return this.call('subscriptions.list', async () => page(await this.store.listSubscriptions(query.startingAfter, PROVIDER_PAGE_SIZE + 1)));
   }
 
+  // --- Subscription changes (spec §11.4). PLACEHOLDERS until the sandbox helper lands its own versions, with
+  // proration by the second (spec §11.6): each refuses, so a change in sandbox mode answers an error.
+  previewItemChange(_subscriptionId: string, _change: ItemChange & { when: 'now' | 'period_end' }): Promise<InvoicePreview> {
+    return this.call('invoices.create_preview', () => notYet('invoice previews'));
+  }
+
+  changeItemNow(_subscriptionId: string, _change: ItemChange): Promise<Record<string, any>> {
+    return this.call('subscriptions.update', () => notYet('subscription changes'));
+  }
+
+  scheduleItemChange(_subscriptionId: string, _change: { scheduleId: string | null; next: PlanItem }): Promise<Record<string, any>> {
+    return this.call('subscription_schedules.update', () => notYet('subscription schedules'));
+  }
+
+  releaseSchedule(_scheduleId: string): Promise<Record<string, any>> {
+    return this.call('subscription_schedules.release', () => notYet('subscription schedules'));
+  }
+
+  setCancelAtPeriodEnd(_subscriptionId: string, _cancel: boolean): Promise<Record<string, any>> {
+    return this.call('subscriptions.update', () => notYet('cancel_at_period_end'));
+  }
+
   /** Times the call like the real adapter does; a database failure here is the provider being unavailable. */
   private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     const started = process.hrtime.bigint();
@@ -141,6 +166,11 @@ export class SandboxPaymentProvider extends PaymentProvider {
       providerCalls.observe({ operation, outcome }, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
+}
+
+/** PLACEHOLDER (see above): what the sandbox cannot do yet. */
+function notYet(what: string): Promise<never> {
+  return Promise.reject(new PaymentProviderError('rejected', `the sandbox does not support ${what} yet`));
 }
 
 /** A page from one row more than a page: the extra row only says that there are more. */
