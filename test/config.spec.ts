@@ -1,3 +1,4 @@
+import { generateKeyPairSync, KeyObject } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +75,8 @@ describe('loadConfig', () => {
       SERVICE_API_KEYS: 'k1',
       GRACE_PERIOD_DAYS: '3',
       METRICS_TOKEN: 'm',
+      ENTITLEMENT_SIGNING_KEYS: JSON.stringify({ ...generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' }), kid: 'k-2026' }),
+      ENTITLEMENT_TOKEN_MAX_TTL_S: '86400',
       PROVIDER_SYNC_INTERVAL_S: '600',
       PROVIDER_SYNC_MAX_RPS: '10',
       NOTIFY_URLS: 'https://app.example.com/hooks',
@@ -114,6 +117,8 @@ describe('loadConfig', () => {
         serviceApiKeys: [{ name: 'key1', key: 'k1' }],
         gracePeriodDays: 3,
         metricsToken: 'm',
+        entitlementSigningKeys: [{ kid: 'k-2026', alg: 'EdDSA', privateKey: expect.any(KeyObject) }],
+        entitlementTokenMaxTtlS: 86_400,
         providerSyncIntervalS: 600,
         providerSyncMaxRps: 10,
         notifyUrls: ['https://app.example.com/hooks'],

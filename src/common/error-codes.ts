@@ -69,6 +69,7 @@ export const ERROR_CODES = {
   database_unavailable: [503, 'The database could not be reached or did not answer (connection refused or lost, no connection within 3 s, no answer within DATABASE_QUERY_TIMEOUT_MS). Retry.'],
   jwks_unavailable: [503, "A JWT names a signing key (kid) this service has not cached, and AUTH_JWT_JWKS_URL could not be fetched or is not a key set. Retry; tokens with a cached key keep working."],
   database_timeout: [503, 'The database did not answer within DATABASE_STATEMENT_TIMEOUT_MS; the work was rolled back. Retry.'],
+  signing_key_missing: [503, 'No key signs entitlement tokens: ENTITLEMENT_SIGNING_KEYS is not set in production.'],
   event_not_stored: [503, 'The webhook event could not be stored; the provider retries it.'],
 } as const satisfies Record<string, readonly [number, string]>;
 

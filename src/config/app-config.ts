@@ -1,6 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { resolve } from 'node:path';
+import { parseSigningKeys, SigningKey } from './entitlement-keys';
 import { list } from './env-rules';
 import { EnvDto } from './env.dto';
 import { DEFAULT_TIERS, TierTable, loadTiersFile } from './tiers';
@@ -68,6 +69,13 @@ export class AppConfig {
   readonly serviceApiKeys: NamedKey[];
   readonly gracePeriodDays: number;
   readonly metricsToken?: string;
+  /**
+   * ENTITLEMENT_SIGNING_KEYS (spec §12): the first signs entitlement tokens, all are published in the JWKS.
+   * Empty when unset: outside production the licensing module then uses this machine's generated key.
+   */
+  readonly entitlementSigningKeys: SigningKey[];
+  /** The longest `ttl_s` an entitlement token may be asked for (ENTITLEMENT_TOKEN_MAX_TTL_S). */
+  readonly entitlementTokenMaxTtlS: number;
   /** Run the provider reconciliation this often (one instance at a time); unset: only by CLI. */
   readonly providerSyncIntervalS?: number;
   /** The most provider requests per second one reconciliation run makes (PROVIDER_SYNC_MAX_RPS). */
@@ -128,6 +136,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     serviceApiKeys: namedKeys(dto.SERVICE_API_KEYS),
     gracePeriodDays: dto.GRACE_PERIOD_DAYS,
     metricsToken: dto.METRICS_TOKEN,
+    entitlementSigningKeys: dto.ENTITLEMENT_SIGNING_KEYS ? parseSigningKeys(dto.ENTITLEMENT_SIGNING_KEYS) : [],
+    entitlementTokenMaxTtlS: dto.ENTITLEMENT_TOKEN_MAX_TTL_S,
     providerSyncIntervalS: dto.PROVIDER_SYNC_INTERVAL_S,
     providerSyncMaxRps: dto.PROVIDER_SYNC_MAX_RPS,
     notifyUrls: dto.NOTIFY_URLS.map((url) => new URL(url).toString()),

@@ -1,4 +1,5 @@
 import { Allow } from 'class-validator';
+import { parseSigningKeys } from './entitlement-keys';
 import { Bool, HttpUrl, Int, isHttpUrl, List, OneOf, Origin, PostgresUrl, Rule } from './env-rules';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -111,6 +112,14 @@ export class EnvDto {
   @Int(0, 365)
   GRACE_PERIOD_DAYS: number = 7;
 
+  // Private keys: never echoed (parseSigningKeys' messages name a key by its place, never by its content).
+  // Unset outside production: a key generated once into DATA_DIR; unset in production: the token route answers 503.
+  @Rule((a) => signingKeysProblem(a.value as string) ?? '', (v) => v === undefined || signingKeysProblem(v) === undefined)
+  ENTITLEMENT_SIGNING_KEYS?: string;
+
+  @Int(60, 315_360_000)
+  ENTITLEMENT_TOKEN_MAX_TTL_S: number = 2_678_400;
+
   @Allow()
   METRICS_TOKEN?: string;
 
@@ -150,4 +159,13 @@ function isWhsecSecret(value: string): boolean {
   const key = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(value)?.[1];
   const bytes = key && key.length % 4 === 0 ? Buffer.from(key, 'base64').length : 0;
   return bytes >= 24 && bytes <= 64;
+}
+
+function signingKeysProblem(value: string): string | undefined {
+  try {
+    parseSigningKeys(value);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
 }

@@ -7,6 +7,8 @@ import { UsageRepository } from './usage.repository';
 import { UsageBatchService } from './usage-batch.service';
 import { UsageService } from './usage.service';
 import { NotificationsModule } from '../notifications/notifications.module';
+import { EntitlementSigningKeys } from './signing-keys';
+import { WellKnownController } from './well-known.controller';
 
 /**
  * License status (derived from billing's subscriptions, see licensing.repository.ts), usage metering and
@@ -14,13 +16,14 @@ import { NotificationsModule } from '../notifications/notifications.module';
  */
 @Module({
   imports: [NotificationsModule],
-  controllers: [LicensingController],
+  controllers: [LicensingController, WellKnownController],
   providers: [
     LicensingRepository,
     LicensingService,
     UsageRepository,
     UsageService,
     UsageBatchService,
+    EntitlementSigningKeys,
     { provide: MemberLimitPolicy, useExisting: LicensingService },
   ],
   exports: [LicensingService, MemberLimitPolicy],

@@ -3,6 +3,7 @@ import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ErrorResponse, SECURITY } from '../common/api-docs';
+import { JWKS_ROUTE } from '../licensing/well-known.controller';
 import { NOTIFICATION_WEBHOOKS } from '../notifications/notification.dto';
 import { WEBHOOK_ROUTE } from '../webhook/webhook.controller';
 import { exactDocument } from './openapi-exact';
@@ -53,7 +54,7 @@ export function buildOpenApiDocument(app: INestApplication, tiers: string[]): Op
   if (revoke) revoke.oneOf = ['token', 'user_id'].map((name) => ({ required: [name], properties: { [name]: revoke.properties[name] } }));
   // /metrics is open while METRICS_TOKEN is unset: its token is optional in the document too.
   for (const operation of Object.values(document.paths['/metrics'] ?? {})) operation.security?.push({});
-  return exactDocument(document, { databaseRoutes: (path) => path !== '/metrics', tiers, rawBodyRoutes: [WEBHOOK_ROUTE] });
+  return exactDocument(document, { databaseRoutes: (path) => path !== '/metrics' && path !== JWKS_ROUTE, tiers, rawBodyRoutes: [WEBHOOK_ROUTE] });
 }
 
 /** The notifications (spec §10) as OpenAPI `webhooks`: what a web app's endpoint receives, and how it is signed. */

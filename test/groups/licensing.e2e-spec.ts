@@ -7,3 +7,4 @@ import '../usage.e2e-spec';
 import '../usage-batch.e2e-spec';
 import '../hot-statement-plans.e2e-spec';
 import '../data-growth.e2e-spec';
+import '../entitlement-token.e2e-spec';

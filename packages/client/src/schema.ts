@@ -271,6 +271,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys that verify entitlement tokens (public, cacheable)
+         * @description A JWK set (RFC 7517): every key of ENTITLEMENT_SIGNING_KEYS (the first signs, the others still verify the tokens they signed), or this machine's generated key in development. Empty in production when no key is configured.
+         */
+        get: operations["WellKnownController_jwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/billing/plans": {
         parameters: {
             query?: never;
@@ -551,11 +571,12 @@ export interface components {
              *     - `database_unavailable` (503): The database could not be reached or did not answer (connection refused or lost, no connection within 3 s, no answer within DATABASE_QUERY_TIMEOUT_MS). Retry.
              *     - `jwks_unavailable` (503): A JWT names a signing key (kid) this service has not cached, and AUTH_JWT_JWKS_URL could not be fetched or is not a key set. Retry; tokens with a cached key keep working.
              *     - `database_timeout` (503): The database did not answer within DATABASE_STATEMENT_TIMEOUT_MS; the work was rolled back. Retry.
+             *     - `signing_key_missing` (503): No key signs entitlement tokens: ENTITLEMENT_SIGNING_KEYS is not set in production.
              *     - `event_not_stored` (503): The webhook event could not be stored; the provider retries it.
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "negative_amount" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "negative_amount" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
         };
         UserRecord: {
             /** Format: uuid */
@@ -819,6 +840,26 @@ export interface components {
         UsageBatchResponse: {
             /** @description One per event, in order */
             results: components["schemas"]["UsageBatchResult"][];
+        };
+        PublicJwk: {
+            /** @enum {string} */
+            kty: "OKP" | "EC";
+            /** @enum {string} */
+            crv: "Ed25519" | "P-256";
+            /** @description Public key (base64url) */
+            x: string;
+            /** @description Public key, second coordinate (EC only) */
+            y?: string;
+            /** @description The key id: a token's header `kid` names it */
+            kid: string;
+            /** @enum {string} */
+            alg: "EdDSA" | "ES256";
+            /** @enum {string} */
+            use: "sig";
+        };
+        JsonWebKeySet: {
+            /** @description The signing key first, then the keys being rotated out */
+            keys: components["schemas"]["PublicJwk"][];
         };
         PlanPriceDto: {
             /**
@@ -2865,6 +2906,53 @@ export interface operations {
                 };
             };
             503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    WellKnownController_jwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonWebKeySet"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
