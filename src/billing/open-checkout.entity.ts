@@ -20,12 +20,16 @@ export class OpenCheckout {
   @Column('text', { nullable: true })
   url: string | null;
 
-  /** What the session sells: a checkout for the same tier and price gets this session back. */
+  /** What the session sells: a checkout for the same tier, price and seats gets this session back. */
   @Column('text', { nullable: true })
   tier: string | null;
 
   @Column('text', { name: 'price_id', nullable: true })
   priceId: string | null;
+
+  /** The seats it sells (a per-seat tier's quantity); null for a tier not sold per seat. */
+  @Column('integer', { nullable: true })
+  seats: number | null;
 
   @Column('uuid', { nullable: true })
   claim: string | null;

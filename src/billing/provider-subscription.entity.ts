@@ -1,6 +1,15 @@
 import { Column, CreateDateColumn, Entity, ForeignKey, Index, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 import { Organisation } from '../identity/organisation.entity';
 
+/** A change a subscription schedule makes at the end of the current period (spec §11.4). */
+export interface PendingChange {
+  tier: string | null;
+  interval: string | null;
+  seats: number | null;
+  /** Unix seconds. */
+  effective_at: number;
+}
+
 /**
  * A provider subscription tied to an organisation, with its state as the provider last told it (in event
  * order). An organisation's license follows its best live subscription (licensing/licensing.repository.ts).
@@ -45,6 +54,40 @@ export class ProviderSubscription {
   /** Precedence of that event's kind (created 1 < updated 2 < deleted 3), for events with equal `created`. */
   @Column('smallint', { name: 'last_event_rank', nullable: true })
   lastEventRank: number | null;
+
+  /** Its item's `quantity`: the seats bought (the `users` limit in force of a per-seat tier, spec §11.5). */
+  @Column('integer', { nullable: true })
+  seats: number | null;
+
+  /** Its price's recurring interval (`month`, `year`, …). */
+  @Column('text', { nullable: true })
+  interval: string | null;
+
+  /** Set to end at the current period's end (the paid tier stays until then). */
+  @Column('boolean', { name: 'cancel_at_period_end', default: false })
+  cancelAtPeriodEnd: boolean;
+
+  /** The end of its trial (Unix seconds), as the provider says; null when it has none. */
+  @Column('bigint', { name: 'trial_end', nullable: true })
+  trialEnd: number | null;
+
+  /** The provider subscription schedule attached to it, when one holds a pending change. */
+  @Column('text', { name: 'schedule_id', nullable: true })
+  scheduleId: string | null;
+
+  /** What the schedule changes at the period's end: `{tier, interval, seats, effective_at}`; null when nothing. */
+  @Column('jsonb', { name: 'pending_change', nullable: true })
+  pendingChange: PendingChange | null;
+
+  /**
+   * `created` and rank (updated 1 < released, canceled, completed 2) of the last subscription schedule event
+   * applied to it: schedule events are ordered among themselves, as subscription events are.
+   */
+  @Column('bigint', { name: 'schedule_event_created', nullable: true })
+  scheduleEventCreated: number | null;
+
+  @Column('smallint', { name: 'schedule_event_rank', nullable: true })
+  scheduleEventRank: number | null;
 
   /** `created` of its `customer.subscription.deleted` event; set means deleted for good. */
   @Column('bigint', { name: 'deleted_event_created', nullable: true })

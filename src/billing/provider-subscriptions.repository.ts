@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager, In, IsNull, MoreThan } from 'typeorm';
 import { preparedQuery } from '../database/prepared';
-import { ProviderSubscription } from './provider-subscription.entity';
+import { PendingChange, ProviderSubscription } from './provider-subscription.entity';
+import { SubscriptionFacts } from './provider-subscription-facts';
+
+export type { PendingChange };
 
 /**
  * Every query of provider_subscriptions: the only file with SQL for it. Each method runs in the caller's
@@ -26,15 +29,9 @@ export interface KnownSubscription {
   deleted: boolean;
 }
 
-/**
- * What the reconciliation compares with the provider. Seats and the pending change (spec §11) join here
- * when they are stored: `drifted` compares every field, and the sync reads them in `providerState`.
- */
-export interface DriftState {
+/** What the reconciliation compares with the provider: `drifted` compares every field. */
+export interface DriftState extends Omit<SubscriptionFacts, 'scheduleId'> {
   tier: string | null;
-  status: string | null;
-  periodStart: number | null;
-  periodEnd: number | null;
 }
 
 /** A stored subscription that is not deleted, with what the reconciliation compares. */
@@ -46,14 +43,11 @@ export interface StoredSubscription {
 }
 
 /** One applied event's values; `deleted` marks a `customer.subscription.deleted`. */
-export interface SubscriptionWrite {
+export interface SubscriptionWrite extends SubscriptionFacts {
   id: string;
   organisationId: string;
   customerId: string | null;
   tier: string | null;
-  status: string | null;
-  periodStart: number | null;
-  periodEnd: number | null;
   /** A new row's past_due_since (a stored one's is kept or set by UPSERT_SET). */
   pastDueSince: number | null;
   created: number;
@@ -61,13 +55,22 @@ export interface SubscriptionWrite {
   deleted: boolean;
 }
 
+// The event names a schedule (or none, $12) and no schedule event newer than it was applied.
+const SCHEDULE_SAID = `($12::boolean AND EXCLUDED.last_event_created >= COALESCE(s.schedule_event_created, 0))`;
+
 /**
  * What an applied event changes on a stored subscription (`s`), given the event's values (EXCLUDED).
  * `past_due_since` is the `created` of the first event showing past_due after another status: later
- * retries do not restart grace.
+ * retries do not restart grace. The schedule it names (when the object says, $12) replaces the stored one
+ * unless a newer schedule event was applied; a pending change belongs to its schedule and goes with it.
  */
 const UPSERT_SET = `tier = COALESCE(EXCLUDED.tier, s.tier), status = EXCLUDED.status,
   current_period_start = EXCLUDED.current_period_start, current_period_end = EXCLUDED.current_period_end,
+  seats = EXCLUDED.seats, interval = EXCLUDED.interval, cancel_at_period_end = EXCLUDED.cancel_at_period_end,
+  trial_end = EXCLUDED.trial_end,
+  schedule_id = CASE WHEN ${SCHEDULE_SAID} THEN EXCLUDED.schedule_id ELSE s.schedule_id END,
+  pending_change = CASE WHEN ${SCHEDULE_SAID} AND EXCLUDED.schedule_id IS DISTINCT FROM s.schedule_id THEN NULL
+                        ELSE s.pending_change END,
   past_due_since = CASE WHEN EXCLUDED.status = 'past_due'
                         THEN CASE WHEN s.status = 'past_due' AND s.past_due_since IS NOT NULL THEN s.past_due_since
                                   ELSE EXCLUDED.last_event_created END END,
@@ -86,14 +89,15 @@ const FIND_SQL = `
 const UPSERT_SQL = `
   INSERT INTO provider_subscriptions AS s (subscription_id, organisation_id, customer_id, tier, status,
     current_period_start, current_period_end, past_due_since, last_event_created, last_event_rank,
-    deleted_event_created)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $11 THEN $9::bigint END)
+    deleted_event_created, schedule_id, seats, interval, cancel_at_period_end, trial_end)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $11 THEN $9::bigint END, $13, $14, $15, $16, $17)
   ON CONFLICT (subscription_id) DO UPDATE SET ${UPSERT_SET}`;
 
 // `asOf` becomes the last event time (rank of an update), so an older event arriving later cannot undo it.
 const CORRECT_SQL = `
   UPDATE provider_subscriptions SET tier = $2, status = $3, current_period_start = $4, current_period_end = $5,
     past_due_since = $6, last_event_created = GREATEST(last_event_created, $7), last_event_rank = 2,
+    seats = $8, interval = $9, cancel_at_period_end = $10, trial_end = $11,
     deleted_event_created = CASE WHEN $3 = 'canceled' THEN $7::bigint END, updated_at = now()
   WHERE subscription_id = $1`;
 
@@ -105,34 +109,45 @@ export const subscriptionSql = {
   /**
    * The subscriptions that can shape the organisation's license: not deleted, with a tier, and past
    * `incomplete` (a first payment still pending grants nothing yet). Columns: tier, status,
-   * period_start, period_end, past_due_since, last_event_created.
+   * period_start, period_end, past_due_since, last_event_created, seats.
    */
   licenseCandidates: (organisationId: string) => `
     SELECT tier, status, current_period_start AS period_start, current_period_end AS period_end, past_due_since,
-           last_event_created
+           last_event_created, seats
     FROM provider_subscriptions
     WHERE organisation_id = ${organisationId} AND deleted_event_created IS NULL
       AND tier IS NOT NULL AND status IS NOT NULL AND status <> 'incomplete'`,
 };
 
-function stored(row: ProviderSubscription): StoredSubscription {
-  return {
-    id: row.subscriptionId,
-    organisationId: row.organisationId,
-    customerId: row.customerId,
-    state: { tier: row.tier, status: row.status, periodStart: row.currentPeriodStart, periodEnd: row.currentPeriodEnd },
-  };
-}
-
-const STORED_COLUMNS = {
-  subscriptionId: true,
-  organisationId: true,
-  customerId: true,
+const DRIFT_COLUMNS = {
   tier: true,
   status: true,
   currentPeriodStart: true,
   currentPeriodEnd: true,
+  seats: true,
+  interval: true,
+  cancelAtPeriodEnd: true,
+  trialEnd: true,
 } as const;
+
+function driftState(row: ProviderSubscription): DriftState {
+  return {
+    tier: row.tier,
+    status: row.status,
+    periodStart: row.currentPeriodStart,
+    periodEnd: row.currentPeriodEnd,
+    seats: row.seats,
+    interval: row.interval,
+    cancelAtPeriodEnd: row.cancelAtPeriodEnd,
+    trialEnd: row.trialEnd,
+  };
+}
+
+function stored(row: ProviderSubscription): StoredSubscription {
+  return { id: row.subscriptionId, organisationId: row.organisationId, customerId: row.customerId, state: driftState(row) };
+}
+
+const STORED_COLUMNS = { subscriptionId: true, organisationId: true, customerId: true, ...DRIFT_COLUMNS } as const;
 
 @Injectable()
 export class ProviderSubscriptionsRepository {
@@ -155,6 +170,12 @@ export class ProviderSubscriptionsRepository {
       w.created,
       w.rank,
       w.deleted,
+      w.scheduleId !== undefined,
+      w.scheduleId ?? null,
+      w.seats,
+      w.interval,
+      w.cancelAtPeriodEnd,
+      w.trialEnd,
     ]);
   }
 
@@ -182,17 +203,28 @@ export class ProviderSubscriptionsRepository {
   /** A subscription not deleted, with its grace start: what a correction starts from. */
   async findForCorrection(m: EntityManager, subscriptionId: string): Promise<{ state: DriftState; pastDueSince: number | null } | undefined> {
     const row = await m.getRepository(ProviderSubscription).findOne({
-      select: { tier: true, status: true, currentPeriodStart: true, currentPeriodEnd: true, pastDueSince: true },
+      select: { ...DRIFT_COLUMNS, pastDueSince: true },
       where: { subscriptionId, deletedEventCreated: IsNull() },
     });
     if (!row) return undefined;
-    const state = { tier: row.tier, status: row.status, periodStart: row.currentPeriodStart, periodEnd: row.currentPeriodEnd };
-    return { state, pastDueSince: row.pastDueSince };
+    return { state: driftState(row), pastDueSince: row.pastDueSince };
   }
 
   /** Writes a corrected state; a `canceled` one is deleted for good. */
   async writeCorrection(m: EntityManager, subscriptionId: string, after: DriftState, pastDueSince: number | null, asOf: number): Promise<void> {
-    await preparedQuery(m, CORRECT_SQL, [subscriptionId, after.tier, after.status, after.periodStart, after.periodEnd, pastDueSince, asOf]);
+    await preparedQuery(m, CORRECT_SQL, [
+      subscriptionId,
+      after.tier,
+      after.status,
+      after.periodStart,
+      after.periodEnd,
+      pastDueSince,
+      asOf,
+      after.seats,
+      after.interval,
+      after.cancelAtPeriodEnd,
+      after.trialEnd,
+    ]);
   }
 
   /** The organisation's latest subscription in a billing status, if any. */

@@ -1,21 +1,19 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
+import { SubscriptionFacts } from './provider-subscription-facts';
 import { DriftState, KnownSubscription, ProviderSubscriptionsRepository, StoredSubscription } from './provider-subscriptions.repository';
 
 // Other modules see the subscriptions through this service: its rows' types are part of it.
 export type { DriftState, KnownSubscription, StoredSubscription };
 
-/** What a subscription event says about its subscription. */
-export interface SubscriptionChange {
+/** What a subscription event (or a subscription fetched from the provider) says about its subscription. */
+export interface SubscriptionChange extends SubscriptionFacts {
   kind: 'created' | 'updated' | 'deleted';
   /** The event's `created` and rank (created 1 < updated 2 < deleted 3). */
   created: number;
   rank: number;
   /** The resolved paid tier; undefined keeps the stored one (a deletion needs none). */
   tier?: string;
-  status: string | null;
-  periodStart: number | null;
-  periodEnd: number | null;
 }
 
 /** What the provider says of a subscription now; an unresolved `tier` keeps the stored one. */
@@ -23,7 +21,16 @@ export type ProviderState = Omit<DriftState, 'tier'> & { tier?: string };
 
 /** The state a subscription should have when it drifted from what the provider says, else undefined. */
 export function drifted(stored: DriftState, now: ProviderState): DriftState | undefined {
-  const after: DriftState = { tier: now.tier ?? stored.tier, status: now.status, periodStart: now.periodStart, periodEnd: now.periodEnd };
+  const after: DriftState = {
+    tier: now.tier ?? stored.tier,
+    status: now.status,
+    periodStart: now.periodStart,
+    periodEnd: now.periodEnd,
+    seats: now.seats,
+    interval: now.interval,
+    cancelAtPeriodEnd: now.cancelAtPeriodEnd,
+    trialEnd: now.trialEnd,
+  };
   return JSON.stringify(stored) === JSON.stringify(after) ? undefined : after;
 }
 
@@ -76,10 +83,8 @@ export class ProviderSubscriptions {
       id: subscription.id,
       organisationId: subscription.organisationId,
       customerId: subscription.customerId ?? null,
+      ...change,
       tier: change.tier ?? null,
-      status: change.status,
-      periodStart: change.periodStart,
-      periodEnd: change.periodEnd,
       // A new row's; a stored one's is kept or set by the upsert.
       pastDueSince: change.status === 'past_due' ? change.created : null,
       created: change.created,

@@ -44,10 +44,8 @@ export const DEFAULT_TIERS_FILE = {
 };
 
 /**
- * A tier's integer limits, metric → limit (what the license SQL and the plan list read).
- *
- * Interim: a per-seat tier's `users` limit in force is its `max`; limits that follow the subscription's seat
- * count (its item's quantity, spec §11.5) come with seat-aware subscriptions.
+ * A tier's integer limits, metric → limit (what the license SQL and the plan list read). A per-seat tier's
+ * `users` is its `max`; the limit in force is the subscription's seats, at most that (licensing.repository.ts).
  */
 export function limitsOf(plan: TierPlan): Record<string, number> {
   return Object.fromEntries(Object.entries(plan.metrics).map(([metric, rule]) => [metric, rule.limit]));

@@ -16,7 +16,10 @@ import { accessSql } from '../identity/access.sql';
 /** Where a statement embedding `licenseStateSql` keeps the values of `licenseStateValues` (see namedParams). */
 export interface LicenseStateParams {
   organisation: string;
-  /** The tier table (jsonb, tier → its integer limits by metric, and `rank`, its place in the table). */
+  /**
+   * The tier table (jsonb, tier → its integer limits by metric, `rank`, its place in the table, and
+   * `per_seat`; a per-seat tier's `users` is its `max`).
+   */
   tiers: string;
   /** The grace period in seconds. */
   graceS: string;
@@ -33,12 +36,15 @@ export interface LicenseStateParams {
  * when its paid period ended without renewal, expired. No subscription: free, active, not expired.
  *
  * `state` has one row (also for an organisation without subscriptions, or one that does not exist):
- *   tier, is_active, is_expired, tier_known, limits (jsonb of the limits in force), ai_period (start of
- *   the ai_tokens billing period, Unix seconds).
+ *   tier, is_active, is_expired, tier_known, limits (jsonb of the limits in force), seats (the
+ *   subscription's seat count when its tier is sold per seat, else null), ai_period (start of the
+ *   ai_tokens billing period, Unix seconds).
+ *
+ * A per-seat tier's `users` limit in force is the subscription's seats, at most the tier's `max` (spec §11.5).
  */
 export const licenseStateSql = ({ organisation: $org, tiers: $tiers, graceS: $grace }: LicenseStateParams) => `
   license AS (
-    SELECT COALESCE(b.tier, '${FREE_TIER}') AS tier, b.status, b.period_start, b.period_end, b.in_grace, n.now_s
+    SELECT COALESCE(b.tier, '${FREE_TIER}') AS tier, b.status, b.period_start, b.period_end, b.in_grace, b.seats, n.now_s
     FROM (SELECT extract(epoch FROM now())::bigint AS now_s) AS n
     LEFT JOIN LATERAL (
       SELECT c.*,
@@ -59,12 +65,17 @@ export const licenseStateSql = ({ organisation: $org, tiers: $tiers, graceS: $gr
                status IN ('unpaid', 'incomplete_expired', 'paused', 'canceled')
                OR (status = 'past_due' AND NOT in_grace)),
              false) AS is_expired,
-           ${$tiers}::jsonb ? tier AS tier_known
+           ${$tiers}::jsonb ? tier AS tier_known,
+           COALESCE((${$tiers}::jsonb -> tier ->> 'per_seat')::boolean, false) AS per_seat
     FROM license
   ),
   state AS (
     SELECT tier, is_active, is_expired, tier_known,
-           CASE WHEN is_active AND tier_known THEN ${$tiers}::jsonb -> tier ELSE ${$tiers}::jsonb -> '${FREE_TIER}' END AS limits,
+           CASE WHEN is_active AND tier_known THEN ${$tiers}::jsonb -> tier ELSE ${$tiers}::jsonb -> '${FREE_TIER}' END
+             || CASE WHEN is_active AND per_seat AND seats IS NOT NULL
+                     THEN jsonb_build_object('users', LEAST(seats, (${$tiers}::jsonb -> tier ->> 'users')::bigint)) ELSE '{}' END
+             AS limits,
+           CASE WHEN per_seat THEN seats END AS seats,
            CASE WHEN tier <> '${FREE_TIER}' AND is_active AND period_start IS NOT NULL THEN period_start
                 ELSE extract(epoch FROM date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::bigint
            END AS ai_period
@@ -78,7 +89,7 @@ const tiersJson = new WeakMap<AppConfig, string>();
 export function licenseStateValues(config: AppConfig, organisationId: string): Record<keyof LicenseStateParams, unknown> {
   let tiers = tiersJson.get(config);
   if (tiers === undefined) {
-    tiers = JSON.stringify(Object.fromEntries(Object.entries(config.tiers).map(([tier, plan], rank) => [tier, { ...limitsOf(plan), rank }])));
+    tiers = JSON.stringify(Object.fromEntries(Object.entries(config.tiers).map(([tier, plan], rank) => [tier, { ...limitsOf(plan), rank, per_seat: plan.perSeat }])));
     tiersJson.set(config, tiers);
   }
   return { organisation: organisationId, tiers, graceS: config.gracePeriodDays * 86_400 };

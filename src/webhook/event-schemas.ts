@@ -15,7 +15,12 @@ const id = z.union([z.string(), z.looseObject({ id: z.string() })], { error: 'ex
 const seconds = z.int();
 /** The provider's metadata: string keys and string values. */
 const metadata = z.record(z.string(), z.string());
-const price = z.looseObject({ id: z.string().optional(), metadata: metadata.nullish(), lookup_key: z.string().nullish() });
+const price = z.looseObject({
+  id: z.string().optional(),
+  metadata: metadata.nullish(),
+  lookup_key: z.string().nullish(),
+  recurring: z.looseObject({ interval: z.string().optional() }).nullish(),
+});
 
 export const subscriptionSchema = z.looseObject({
   id: z.string().optional(),
@@ -24,11 +29,16 @@ export const subscriptionSchema = z.looseObject({
   metadata: metadata.nullish(),
   current_period_start: seconds.nullish(),
   current_period_end: seconds.nullish(),
+  cancel_at_period_end: z.boolean().nullish(),
+  trial_end: seconds.nullish(),
+  schedule: id.nullish(),
+  default_payment_method: id.nullish(),
   items: z
     .looseObject({
       data: z.array(
         z.looseObject({
           price: price.nullish(),
+          quantity: z.int().min(0).nullish(),
           current_period_start: seconds.nullish(),
           current_period_end: seconds.nullish(),
         }),

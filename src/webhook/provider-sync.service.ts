@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { PaymentProvider, PaymentProviderError, PROVIDER_PAGE_SIZE } from '../billing/payment-provider.port';
-import { secondsOf } from '../billing/provider-event';
+import { subscriptionFacts } from '../billing/provider-subscription-facts';
 import { drifted, ProviderState, ProviderSubscriptions, StoredSubscription } from '../billing/provider-subscriptions.service';
 import { RequestPace, withRequestPace } from '../billing/request-pace';
 import { AppException } from '../common/app-exception';
@@ -167,20 +167,12 @@ export class ProviderSync {
   }
 }
 
-/**
- * What the provider's subscription object says of what the reconciliation compares (seats and the pending
- * change, spec §11, are read here when they are stored). A canceled one needs no tier of ours.
- */
+/** What the provider's subscription object says of what the reconciliation compares. A canceled one needs no tier of ours. */
 function providerState(current: Record<string, any>, config: AppConfig): ProviderState | { error: string } {
   const tier = resolveTier(current, config);
   if ('error' in tier && current.status !== 'canceled') return { error: tier.error };
-  const item = Array.isArray(current.items?.data) ? current.items.data[0] : undefined;
-  return {
-    tier: 'tier' in tier ? tier.tier : undefined,
-    status: typeof current.status === 'string' ? current.status : null,
-    periodStart: secondsOf(item?.current_period_start) ?? secondsOf(current.current_period_start) ?? null,
-    periodEnd: secondsOf(item?.current_period_end) ?? secondsOf(current.current_period_end) ?? null,
-  };
+  const { scheduleId: _, ...facts } = subscriptionFacts(current);
+  return { tier: 'tier' in tier ? tier.tier : undefined, ...facts };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { EVENT_RANK, EVENT_TYPES, idOf, ProviderEvent, secondsOf } from '../billing/provider-event';
+import { EVENT_RANK, EVENT_TYPES, idOf, ProviderEvent } from '../billing/provider-event';
+import { subscriptionFacts } from '../billing/provider-subscription-facts';
 import { ProviderSubscriptions, SubscriptionChange } from '../billing/provider-subscriptions.service';
 import { AppConfig } from '../config/app-config';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent, ProviderAnswers, reasons } from './event-handler';
@@ -76,19 +77,9 @@ abstract class SubscriptionHandler implements EventHandler {
       created: event.created,
       rank: EVENT_RANK[event.type],
       tier: 'tier' in tier ? tier.tier : undefined,
-      status: typeof sub.status === 'string' ? sub.status.slice(0, 64) : null,
-      ...currentPeriod(sub),
+      ...subscriptionFacts(sub),
     };
   }
-}
-
-/** Today the period lives on the subscription items; older API versions put it on the subscription. */
-function currentPeriod(sub: Record<string, any>): { periodStart: number | null; periodEnd: number | null } {
-  const item = Array.isArray(sub.items?.data) ? sub.items.data[0] : undefined;
-  return {
-    periodStart: secondsOf(item?.current_period_start) ?? secondsOf(sub.current_period_start) ?? null,
-    periodEnd: secondsOf(item?.current_period_end) ?? secondsOf(sub.current_period_end) ?? null,
-  };
 }
 
 @Injectable()

@@ -6,6 +6,7 @@ import '../webhook-order.e2e-spec';
 import '../webhook-ledger-writes.e2e-spec';
 import '../webhook-provider-ties.e2e-spec';
 import '../webhook-field-types.e2e-spec';
+import '../webhook-seats-schedules.e2e-spec';
 import '../webhook-concurrency.e2e-spec';
 import '../provider-truth.e2e-spec';
 import '../webhook-cli.e2e-spec';

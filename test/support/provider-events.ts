@@ -23,6 +23,15 @@ export interface SubscriptionOptions {
   legacy?: boolean;
   /** The item's price id (default: a random one no PAYPROVIDER_PRICE_<TIER> lists). */
   price?: string;
+  /** The item's quantity (default 1). */
+  quantity?: number;
+  /** The price's recurring interval (default month). */
+  interval?: string;
+  cancelAtPeriodEnd?: boolean;
+  trialEnd?: number | null;
+  /** The attached schedule's id (default null). */
+  schedule?: string | null;
+  defaultPaymentMethod?: string | null;
 }
 
 export function subscriptionObject(o: SubscriptionOptions = {}): Record<string, any> {
@@ -46,7 +55,7 @@ export function subscriptionObject(o: SubscriptionOptions = {}): Record<string, 
     metadata: source === 'price_metadata' ? { tier } : {},
     nickname: null,
     product: 'prod_QXg1hqf4jFNsqG',
-    recurring: { interval: 'month', interval_count: 1, meter: null, trial_period_days: null, usage_type: 'licensed' },
+    recurring: { interval: o.interval ?? 'month', interval_count: 1, meter: null, trial_period_days: null, usage_type: 'licensed' },
     tax_behavior: 'unspecified',
     type: 'recurring',
     unit_amount: 2000,
@@ -58,7 +67,7 @@ export function subscriptionObject(o: SubscriptionOptions = {}): Record<string, 
     created: 1721954054,
     metadata: {},
     price,
-    quantity: 1,
+    quantity: o.quantity ?? 1,
     subscription: id,
   };
   if (!o.legacy) Object.assign(item, { current_period_start: start, current_period_end: end });
@@ -68,19 +77,22 @@ export function subscriptionObject(o: SubscriptionOptions = {}): Record<string, 
     application: null,
     billing_cycle_anchor: start,
     cancel_at: null,
-    cancel_at_period_end: false,
+    cancel_at_period_end: o.cancelAtPeriodEnd ?? false,
     canceled_at: null,
     collection_method: 'charge_automatically',
     created: start,
     currency: 'usd',
     customer: o.customer ?? providerId('cus'),
+    default_payment_method: o.defaultPaymentMethod ?? null,
     items: { object: 'list', data: [item], has_more: false, url: `/v1/subscription_items?subscription=${id}` },
     latest_invoice: null,
     livemode: false,
     metadata,
+    schedule: o.schedule ?? null,
     start_date: start,
     status: o.status ?? 'active',
     test_clock: null,
+    trial_end: o.trialEnd ?? null,
   };
   if (o.legacy) Object.assign(sub, { current_period_start: start, current_period_end: end });
   return sub;
