@@ -4,6 +4,7 @@ import { ErrorFilter } from './common/error.filter';
 import { AppConfig } from './config/app-config';
 import { AuditModule } from './audit/audit.module';
 import { BillingModule } from './billing/billing.module';
+import { ConsoleModule } from './console/console.module';
 import { AppConfigModule } from './config/app-config.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
@@ -31,6 +32,7 @@ export class AppModule {
         WebhookModule,
         NotificationsModule,
         OpsModule,
+        ConsoleModule,
       ],
       providers: [
         { provide: APP_FILTER, useClass: ErrorFilter },

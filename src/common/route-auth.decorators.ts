@@ -30,7 +30,8 @@ export type RouteAuth =
   | { kind: 'serviceKey' }
   | { kind: 'sessionOrServiceKey' }
   | { kind: 'metricsToken' }
-  | { kind: 'webhookSignature' };
+  | { kind: 'webhookSignature' }
+  | { kind: 'consoleSession' };
 
 export const ROUTE_AUTH = 'routeAuth';
 
@@ -106,6 +107,13 @@ export const MetricsToken = () => applyDecorators(declare({ kind: 'metricsToken'
  */
 export const WebhookSignature = (guard: Type<CanActivate>) =>
   applyDecorators(declare({ kind: 'webhookSignature' }), UseGuards(guard));
+
+/**
+ * An operator of the console (spec §14): the cookie `console_session` alone, checked by `guard` (the console's,
+ * which also checks the CSRF token of a POST); without one the answer is the sign-in page. No API credential
+ * is accepted here, and no API route accepts a console session. HTML pages: left out of the API document.
+ */
+export const ConsoleSession = (guard: Type<CanActivate>) => applyDecorators(declare({ kind: 'consoleSession' }), UseGuards(guard));
 
 /**
  * Who calls a `@Session({ verifiedBy: 'query' })` route, as the guard hands it on: the SHA-256 of a session

@@ -53,6 +53,9 @@ export class RouteAuthGuard implements CanActivate {
       case 'webhookSignature':
         // The route's own guard (WebhookSignatureGuard, in the webhook module) runs next, on the raw body.
         return true;
+      case 'consoleSession':
+        // The console's own guard (ConsoleSessionGuard) runs next, on the console's cookie alone.
+        return true;
       case 'session':
         if (auth.verifiedBy === 'query') {
           return this.jwt.accepts(req) ? this.identifyJwtCaller(req, http.getResponse<Response>()) : this.requireSessionToken(req);
