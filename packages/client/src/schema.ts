@@ -868,10 +868,11 @@ export interface components {
              */
             id: string;
             /**
-             * @description As the provider says it: day, week, month or year
+             * @description The price's recurring interval, as the provider says it
              * @example month
+             * @enum {string}
              */
-            interval: string;
+            interval: "day" | "week" | "month" | "year";
             /** @example 1 */
             interval_count: number;
             /**
