@@ -28,7 +28,7 @@ export type RouteAuth =
   | { kind: 'session'; verifiedBy: 'guard'; orgRole?: readonly OrgRole[] }
   | { kind: 'session'; verifiedBy: 'query' }
   | { kind: 'serviceKey' }
-  | { kind: 'sessionOrServiceKey' }
+  | { kind: 'sessionOrServiceKey'; verifiedBy?: 'query' }
   | { kind: 'metricsToken' }
   | { kind: 'webhookSignature' }
   | { kind: 'consoleSession' };
@@ -88,10 +88,12 @@ export const ServiceKey = () => applyDecorators(declare({ kind: 'serviceKey' }),
 
 /**
  * `X-Service-Key` when the request carries that header (then the key alone decides, even beside a valid
- * session, and there is no `@CurrentUser()`), else a session as for `@Session()`.
+ * session, and there is no `@CurrentUser()`), else a session as for `@Session()`. With `verifiedBy: 'query'`
+ * the session is left to the route's statement as for `@Session({ verifiedBy: 'query' })`, and the caller,
+ * a service key's name included, is `@QueryVerifiedCaller()`.
  */
-export const SessionOrServiceKey = () =>
-  applyDecorators(declare({ kind: 'sessionOrServiceKey' }), sessionSchemes(), ApiSecurity(SECURITY.serviceKey));
+export const SessionOrServiceKey = (options: { verifiedBy?: 'query' } = {}) =>
+  applyDecorators(declare({ kind: 'sessionOrServiceKey', ...options }), sessionSchemes(), ApiSecurity(SECURITY.serviceKey));
 
 /**
  * A metrics scraper: `Authorization: Bearer <METRICS_TOKEN>` when METRICS_TOKEN is set (else 401
@@ -120,11 +122,15 @@ export const ConsoleSession = (guard: Type<CanActivate>) => applyDecorators(decl
  * token, still to be verified by the route's statement; or the id of a user the guard has already verified
  * (a JWT), whose membership the route still checks.
  */
-export type QueryCaller = { sessionTokenHash: Buffer; userId?: never } | { userId: string; sessionTokenHash?: never };
+export type QueryCaller =
+  | { sessionTokenHash: Buffer; userId?: never; serviceKey?: never }
+  | { userId: string; sessionTokenHash?: never; serviceKey?: never }
+  /** `@SessionOrServiceKey({ verifiedBy: 'query' })` called with a service key: its name. */
+  | { serviceKey: string; sessionTokenHash?: never; userId?: never };
 
-/** On a `@Session({ verifiedBy: 'query' })` route: the QueryCaller. */
+/** On a `@Session({ verifiedBy: 'query' })` or `@SessionOrServiceKey({ verifiedBy: 'query' })` route: the QueryCaller. */
 export const QueryVerifiedCaller = createParamDecorator((_: unknown, ctx: ExecutionContext): QueryCaller => {
   const caller = ctx.switchToHttp().getRequest<{ queryCaller?: QueryCaller }>().queryCaller;
-  if (!caller) throw new Error("@QueryVerifiedCaller() needs @Session({ verifiedBy: 'query' }) on the route");
+  if (!caller) throw new Error("@QueryVerifiedCaller() needs verifiedBy: 'query' on the route's @Session() or @SessionOrServiceKey()");
   return caller;
 });
