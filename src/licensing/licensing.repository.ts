@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { subscriptionSql } from '../billing/provider-subscriptions.repository';
 import { AppConfig } from '../config/app-config';
-import { FREE_TIER, limitsOf } from '../config/tiers';
+import { FREE_TIER, limitsOf, Overage, overagesOf } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
 import { accessSql } from '../identity/access.sql';
 import { notificationStateSql } from '../notifications/notification-state.sql';
@@ -19,8 +19,9 @@ import { liveOverridesSql } from './overrides.sql';
 export interface LicenseStateParams {
   organisation: string;
   /**
-   * The tier table (jsonb, tier → `{rank, per_seat, limits, features}`: its place in the table, whether it
-   * is sold per seat, its integer limits by metric (a per-seat tier's `users` is its `max`), its features).
+   * The tier table (jsonb, tier → `{rank, per_seat, limits, overage, features}`: its place in the table,
+   * whether it is sold per seat, its integer limits by metric (a per-seat tier's `users` is its `max`), what a
+   * report past each limit does, its features).
    */
   tiers: string;
   /** The grace period in seconds. */
@@ -43,7 +44,7 @@ export interface LicenseStateParams {
  *
  * `state` has one row (also for an organisation without subscriptions, or one that does not exist):
  *   tier, is_active, is_expired, tier_known, limits (jsonb of the limits in force), features (jsonb of
- *   the features in force), sources (jsonb: metric → `seats` or `override`, for limits not the tier's),
+ *   the features in force), overage (jsonb: metric → `block` or `bill`, of the tier in force), sources (jsonb: metric → `seats` or `override`, for limits not the tier's),
  *   seats (the subscription's seat count when its tier is sold per seat, else null), ai_period (start of
  *   the ai_tokens billing period, Unix seconds). `overrides` has the live overrides, one row each.
  *
@@ -82,6 +83,7 @@ export const licenseStateSql = ({ organisation: $org, tiers: $tiers, graceS: $gr
     SELECT f.tier, f.is_active, f.is_expired, f.tier_known,
            (f.plan -> 'limits') || f.seat_limit || o.limits AS limits,
            (f.plan -> 'features') || o.features AS features,
+           f.plan -> 'overage' AS overage,
            CASE WHEN f.seat_limit <> '{}' THEN '{"users": "seats"}'::jsonb ELSE '{}' END || o.sources AS sources,
            CASE WHEN f.per_seat THEN f.seats END AS seats,
            CASE WHEN f.tier <> '${FREE_TIER}' AND f.is_active AND f.period_start IS NOT NULL THEN f.period_start
@@ -109,7 +111,10 @@ export function licenseStateValues(config: AppConfig, organisationId: string): R
   if (tiers === undefined) {
     tiers = JSON.stringify(
       Object.fromEntries(
-        Object.entries(config.tiers).map(([tier, plan], rank) => [tier, { rank, per_seat: plan.perSeat, limits: limitsOf(plan), features: plan.features }]),
+        Object.entries(config.tiers).map(([tier, plan], rank) => [
+          tier,
+          { rank, per_seat: plan.perSeat, limits: limitsOf(plan), overage: overagesOf(plan), features: plan.features },
+        ]),
       ),
     );
     tiersJson.set(config, tiers);
@@ -189,9 +194,11 @@ export interface EntitlementsRow {
   isExpired: boolean;
   tierKnown: boolean;
   version: number;
+  seats: number | null;
   /** Metric → the limit in force; features → in force; metric → `override` for limits not the tier's. */
   limits: Record<string, number>;
   features: Record<string, boolean>;
+  overage: Record<string, Overage>;
   sources: Record<string, 'seats' | 'override'>;
   /** Metric → its count in the current period (`users`: the memberships; a metric never reported: absent). */
   used: Record<string, number>;
@@ -213,7 +220,7 @@ const ENTITLEMENTS_SQL = asOneJsonColumn(`
   WITH ${licenseStateSql(ENTITLEMENTS.ref)},
   caller AS (${accessSql.liveSessionUser(`${$eToken}::bytea`)})
   SELECT s.tier, s.is_active AS "isActive", s.is_expired AS "isExpired", s.tier_known AS "tierKnown",
-         s.limits, s.features, s.sources,
+         s.limits, s.features, s.overage, s.sources, s.seats,
          ${notificationStateSql.version(`${$eOrg}::uuid`)} AS version,
          COALESCE((SELECT jsonb_object_agg(c.metric, c.used) FROM usage_counters c
                    WHERE c.organisation_id = ${$eOrg}::uuid
