@@ -2,8 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { subscriptionChangeRoutes } from './fake-subscription-changes';
 import providerApi from './provider-api.json';
+import { providerEvent } from './provider-events';
 import providerFixtures from './provider-fixtures.json';
+import { signatureHeader, WEBHOOK_PATH } from './webhook-signing';
 
 /**
  * A Stripe-compatible HTTP server for tests, as strict as the provider on what the service calls; the real
@@ -17,7 +20,12 @@ import providerFixtures from './provider-fixtures.json';
  *   GET  /v1/prices/:id                 → a stored price (see `addPrice`), else 404 resource_missing
  *   GET  /v1/subscriptions              → stored subscriptions, `status` (`all`, `ended`, one status; none: all but
  *                                         canceled ones, as the provider), `customer`
- *   GET  /v1/events                     → stored events (see `addEvent`), `types[]`, `type`, `created[gte|gt|lte|lt]`
+ *   GET  /v1/events                     → stored events (see `addEvent`) and those it sent, `types[]`, `type`,
+ *                                         `created[gte|gt|lte|lt]`
+ *   subscription changes, invoice previews and subscription schedules: see fake-subscription-changes.ts
+ *
+ * Events: every change it makes queues the events the provider sends for it (also listed by GET /v1/events);
+ * `deliverEvents()` sends the queued ones, in order, signed with real HMAC, to `webhookTarget(url)`.
  *
  * Lists as the provider's: `{ object: 'list', data, has_more, url }`, newest first (by `created`, then the
  * later stored first), pages of `limit` (1–100, default 10) after `starting_after` or before
@@ -65,6 +73,9 @@ export type Failure =
   /** Never answers (the client's timeout fires). */
   | 'hang';
 
+/** Answers a request it implements, else undefined (the next route is asked). */
+export type FakeRoute = (req: RecordedRequest) => [number, unknown] | undefined;
+
 export interface FakeProvider {
   url: string;
   requests: RecordedRequest[];
@@ -99,15 +110,28 @@ export interface FakeProvider {
   failPath(prefix: string, failure: Failure | undefined): void;
   /** The most requests that arrived within any one second (a sliding window), of those recorded. */
   busiestSecond(): number;
+  /** Subscription schedules by id, as the provider would return them now. */
+  schedules: Map<string, Record<string, any>>;
+  /** Every payment of this customer's fails (a declined card). */
+  declineCards(customerId: string): void;
+  /** This customer's address gives no tax location (a subscription with automatic tax cannot change). */
+  withoutTaxLocation(customerId: string): void;
+  /** The service whose webhook (`<url>/api/webhooks/payprovider`) receives the events `deliverEvents` sends. */
+  webhookTarget(url: string): void;
+  /** The events queued since the last delivery, oldest first. */
+  readonly queuedEvents: Record<string, any>[];
+  /** Sends the queued events one after the other, as the provider does; answers the webhook's statuses. */
+  deliverEvents(): Promise<number[]>;
   /** Clears recorded requests, queued failures, the rate limit, stored sessions, subscriptions and idempotency keys. */
   reset(): void;
 
   // --- held requests (the webhook's tests of a hung provider) ---
   /**
    * Requests whose path starts with `prefix` get no answer until `release()` (a provider that hangs, for as
-   * long as the test needs, with no client timeout involved). `held()`: how many wait now.
+   * long as the test needs, with no client timeout involved). `held()`: how many wait now. `after`: the request
+   * is carried out first (its effects and events happen) and only its answer waits; `method`: only requests of it.
    */
-  hold(prefix: string): void;
+  hold(prefix: string, opts?: { after?: boolean; method?: string }): void;
   held(): number;
   /** Stops holding; the held requests are then answered as usual. */
   release(): void;
@@ -132,7 +156,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
   const customers = new Set<string>();
   const prices = new Map<string, Record<string, any>>();
   const addPrice = (id: string, overrides: Record<string, unknown> = {}) => {
-    const price = { ...fixture('price'), id, created: now(), livemode: false, lookup_key: null, ...overrides };
+    const price = { ...fixture('price'), id, created: nowSeconds(), livemode: false, lookup_key: null, ...overrides };
     prices.set(id, price);
     return price;
   };
@@ -156,14 +180,15 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
   };
   // Held requests (see `hold`).
   let holdPrefix: string | undefined;
+  let holdOpts: { after?: boolean; method?: string } = {};
   let heldRequests: (() => void)[] = [];
 
   const addCheckoutSession = (overrides: Record<string, unknown> = {}) => {
     const session = {
       ...fixture('checkout.session'),
       id: newId('cs_test_'),
-      created: now(),
-      expires_at: now() + 86_400,
+      created: nowSeconds(),
+      expires_at: nowSeconds() + 86_400,
       livemode: false,
       metadata: {},
       ...overrides,
@@ -180,6 +205,27 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     if (!listings.has(key)) listings.set(key, newestFirst(objects()));
     return listings.get(key)!;
   };
+
+  // Subscription changes (fake-subscription-changes.ts) and the events they send.
+  const schedules = new Map<string, Record<string, any>>();
+  const declining = new Set<string>();
+  const noTaxLocation = new Set<string>();
+  let queuedEvents: Record<string, any>[] = [];
+  let webhookUrl: string | undefined;
+  const changeRoutes = subscriptionChangeRoutes({
+    subscriptions,
+    prices,
+    schedules,
+    declining,
+    noTaxLocation,
+    emit: (type, object, previousAttributes) => {
+      const event: Record<string, any> = providerEvent(type, structuredClone(object));
+      if (previousAttributes) event.data.previous_attributes = previousAttributes;
+      events.push(event);
+      listings.clear();
+      queuedEvents.push(event);
+    },
+  });
 
   const route = (req: RecordedRequest): [number, unknown] => {
     const auth = req.headers.authorization;
@@ -286,7 +332,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
         {
           ...fixture('billing_portal.session'),
           id,
-          created: now(),
+          created: nowSeconds(),
           customer: b.customer,
           livemode: false,
           return_url: b.return_url ?? null,
@@ -294,6 +340,8 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
         },
       ];
     }
+    const changed = changeRoutes(req);
+    if (changed) return changed;
     return [404, stripeError({ type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${req.path}).` })];
   };
 
@@ -309,9 +357,9 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       headers: req.headers,
     };
     requests.push(recorded);
-    if (holdPrefix !== undefined && recorded.path.startsWith(holdPrefix)) {
-      await new Promise<void>((resume) => heldRequests.push(resume));
-    }
+    const holding = () =>
+      holdPrefix !== undefined && recorded.path.startsWith(holdPrefix) && (holdOpts.method === undefined || holdOpts.method === recorded.method);
+    if (holding() && !holdOpts.after) await new Promise<void>((resume) => heldRequests.push(resume));
     const failure = failures.shift() ?? [...pathFailures].find(([prefix]) => recorded.path.startsWith(prefix))?.[1];
     if (failure === 'reset') return void req.socket.destroy();
     if (failure === 'hang') return;
@@ -349,6 +397,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       // The provider keeps the answer under the key once it executed the request (never a 5xx).
       if (typeof key === 'string' && recorded.method === 'POST' && status < 500) idempotent.set(key, { fingerprint, status, body });
     }
+    if (holding() && holdOpts.after) await new Promise<void>((resume) => heldRequests.push(resume));
     if (status >= 400) headers['Stripe-Should-Retry'] = String(status >= 500 || status === 429 || status === 409);
     res.writeHead(status, headers);
     res.end(JSON.stringify(body));
@@ -369,6 +418,30 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       subscriptions.set(subscription.id, subscription);
       listings.clear();
       return subscription;
+    },
+    schedules,
+    declineCards: (customerId) => void declining.add(customerId),
+    withoutTaxLocation: (customerId) => void noTaxLocation.add(customerId),
+    webhookTarget: (target) => void (webhookUrl = target),
+    get queuedEvents() {
+      return queuedEvents;
+    },
+    deliverEvents: async () => {
+      if (!webhookUrl) throw new Error('deliverEvents: no webhookTarget');
+      const sending = queuedEvents;
+      queuedEvents = [];
+      const statuses: number[] = [];
+      for (const event of sending) {
+        const body = JSON.stringify(event);
+        const res = await fetch(`${webhookUrl}${WEBHOOK_PATH}`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'Payprovider-Signature': signatureHeader(body) },
+          body,
+        });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+      return statuses;
     },
     events,
     addEvent: (event) => {
@@ -391,7 +464,10 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     },
     failNext: (count, failure) => failures.push(...Array<Failure>(count).fill(failure)),
     failPath: (prefix, failure) => void (failure ? pathFailures.set(prefix, failure) : pathFailures.delete(prefix)),
-    hold: (prefix) => void (holdPrefix = prefix),
+    hold: (prefix, opts = {}) => {
+      holdPrefix = prefix;
+      holdOpts = opts;
+    },
     held: () => heldRequests.length,
     release: () => {
       holdPrefix = undefined;
@@ -418,6 +494,10 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       idempotent.clear();
       events.length = 0;
       listings.clear();
+      schedules.clear();
+      declining.clear();
+      noTaxLocation.clear();
+      queuedEvents = [];
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -430,7 +510,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
 const LIST_PARAMS = ['limit', 'starting_after', 'ending_before', 'expand'];
 
 /** A parameter the provider accepts that this double does not implement: refused, never silently ignored. */
-function unsupported(params: Record<string, unknown>, implemented: string[]): [number, unknown] | undefined {
+export function unsupported(params: Record<string, unknown>, implemented: string[]): [number, unknown] | undefined {
   const name = Object.keys(params).find((p) => !implemented.includes(p));
   return name === undefined ? undefined : [400, stripeError({ type: 'invalid_request_error', param: name, message: `The test double does not implement ${name}` })];
 }
@@ -462,7 +542,7 @@ function listPage(listed: Record<string, any>[], req: RecordedRequest, resource:
 }
 
 /** Checks form parameters against the operation's schema; answers the provider's 400 for the first offence. */
-function validate(operation: string, params: Record<string, unknown>): [number, unknown] | undefined {
+export function validate(operation: string, params: Record<string, unknown>): [number, unknown] | undefined {
   const problem = check(API.operations[operation].params, params, '');
   return problem && [400, stripeError({ type: 'invalid_request_error', ...problem })];
 }
@@ -492,6 +572,8 @@ function checkValue(schema: Schema, value: unknown, param: string): Problem | un
       return undefined;
     case 'integer':
       return typeof value === 'string' && /^-?\d+$/.test(value) ? undefined : invalid(`Invalid integer: ${String(value)}`);
+    case 'boolean':
+      return value === 'true' || value === 'false' ? undefined : invalid(`Invalid boolean: ${String(value)}`);
     case 'enum':
       return typeof value === 'string' && rule.values!.includes(value) ? undefined : invalid(`Invalid ${param}: must be one of ${rule.values!.join(', ')}`);
     case 'metadata': {
@@ -530,7 +612,7 @@ function fixture(name: string): Record<string, any> {
   return structuredClone((providerFixtures as Record<string, Record<string, any>>)[name]);
 }
 
-function missing(resource: string, id: string, param: string) {
+export function missing(resource: string, id: string, param: string) {
   return stripeError({ type: 'invalid_request_error', code: 'resource_missing', param, message: `No such ${resource}: '${id}'` });
 }
 
@@ -564,7 +646,7 @@ export function parseForm(params: URLSearchParams): Record<string, unknown> {
 }
 
 /** The provider's error object. */
-function stripeError(e: { type: string; code?: string; param?: string; message: string }) {
+export function stripeError(e: { type: string; code?: string; param?: string; message: string }) {
   return {
     error: {
       ...(e.code ? { code: e.code, doc_url: `https://docs.stripe.com/error-codes/${e.code.replace(/_/g, '-')}` } : {}),
@@ -589,5 +671,5 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
-const newId = (prefix: string) => `${prefix}${randomBytes(12).toString('hex')}`;
-const now = () => Math.floor(Date.now() / 1000);
+export const newId = (prefix: string) => `${prefix}${randomBytes(12).toString('hex')}`;
+export const nowSeconds = () => Math.floor(Date.now() / 1000);
