@@ -4,7 +4,7 @@ import { ErrorFilter } from './common/error.filter';
 import { AppConfig } from './config/app-config';
 import { AuditModule } from './audit/audit.module';
 import { BillingModule } from './billing/billing.module';
-import { ConsoleModule } from './console/console.module';
+import { SubscriptionModule } from './billing/subscription.module';
 import { AppConfigModule } from './config/app-config.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
@@ -30,9 +30,9 @@ export class AppModule {
         LicensingModule,
         BillingModule,
         WebhookModule,
+        SubscriptionModule,
         NotificationsModule,
         OpsModule,
-        ConsoleModule,
       ],
       providers: [
         { provide: APP_FILTER, useClass: ErrorFilter },

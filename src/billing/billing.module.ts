@@ -39,6 +39,6 @@ import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
     ProviderSubscriptions,
     ProviderSubscriptionsRepository,
   ],
-  exports: [PaymentProvider, HistoryService, ProviderSubscriptions],
+  exports: [PaymentProvider, HistoryService, ProviderSubscriptions, PriceCatalog, CallerLimits],
 })
 export class BillingModule {}

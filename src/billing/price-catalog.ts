@@ -58,6 +58,17 @@ export class PriceCatalog implements OnApplicationBootstrap, OnApplicationShutdo
     return this.provider.tierPriceIds(tier).flatMap((id) => this.prices.get(id) ?? []);
   }
 
+  /** The tier's price with this interval, if the provider confirmed one. */
+  priceFor(tier: string, interval: string): PlanPrice | undefined {
+    return this.pricesOf(tier).find((p) => p.interval === interval);
+  }
+
+  /** The paid tier that sells this price id, and the price's interval when the provider confirmed it. */
+  planOfPrice(priceId: string): { tier: string; interval: string | null } | undefined {
+    const tier = paidTiers(this.config.tiers).find((t) => this.provider.tierPriceIds(t).includes(priceId));
+    return tier === undefined ? undefined : { tier, interval: this.prices.get(priceId)?.interval ?? null };
+  }
+
   /** The refresh under way, if any (tests wait for the start's one before counting provider requests). */
   settled(): Promise<void> {
     return this.running ?? Promise.resolve();

@@ -14,3 +14,16 @@ export function providerFailure(err: unknown): unknown {
   }
   return new AppException('payment_provider_error', 'The payment provider could not complete the request. Try again later.');
 }
+
+/**
+ * For a subscription change (spec §11.4): what the customer can act on keeps the provider's message (a payment
+ * that failed: 402; a tax location missing: 400); a spent budget is the 503 above; anything else is 502
+ * provider_error. In every case the change was not made.
+ */
+export function changeFailure(err: unknown): unknown {
+  if (!(err instanceof PaymentProviderError)) return err;
+  if (err.kind === 'payment_failed') return new AppException('payment_failed', err.message);
+  if (err.kind === 'tax_location_invalid') return new AppException('tax_location_invalid', err.message);
+  if (err.kind === 'rate_limited') return providerFailure(err);
+  return new AppException('provider_error', 'The payment provider could not make this change; nothing was changed. Try again later.');
+}

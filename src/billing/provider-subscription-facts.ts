@@ -38,3 +38,33 @@ export function subscriptionFacts(sub: Record<string, any>): SubscriptionFacts {
     scheduleId: 'schedule' in sub ? (idOf(sub.schedule) ?? null) : undefined,
   };
 }
+
+/**
+ * What a subscription schedule says of its subscription (spec §11.4, 11.5): whether it still holds it (active
+ * or not started; a released, canceled or completed schedule changes nothing more), and the phase that follows
+ * the current one: the price and quantity it puts in force and when.
+ */
+export interface ScheduleFacts {
+  scheduleId: string;
+  subscriptionId: string | null;
+  attached: boolean;
+  next: { priceId: string | null; quantity: number | null; startsAt: number } | null;
+}
+
+export function scheduleFacts(schedule: Record<string, any>): ScheduleFacts {
+  const phases: Record<string, any>[] = Array.isArray(schedule.phases) ? schedule.phases : [];
+  const currentStart = secondsOf(schedule.current_phase?.start_date);
+  const at = phases.findIndex((p) => secondsOf(p.start_date) === currentStart);
+  const phase = at >= 0 ? phases[at + 1] : undefined;
+  const item = Array.isArray(phase?.items) ? phase.items[0] : undefined;
+  const startsAt = secondsOf(phase?.start_date);
+  return {
+    scheduleId: idOf(schedule.id)!,
+    subscriptionId: idOf(schedule.subscription) ?? idOf(schedule.released_subscription) ?? null,
+    attached: schedule.status === 'active' || schedule.status === 'not_started',
+    next:
+      startsAt === undefined
+        ? null
+        : { priceId: idOf(item?.price) ?? null, quantity: Number.isSafeInteger(item?.quantity) ? item.quantity : null, startsAt },
+  };
+}

@@ -34,6 +34,22 @@ export interface DriftState extends Omit<SubscriptionFacts, 'scheduleId'> {
   tier: string | null;
 }
 
+/** An organisation's live subscription, as its read and its changes (spec §11.4) need it. */
+export interface LiveSubscription {
+  id: string;
+  organisationId: string;
+  customerId: string | null;
+  tier: string | null;
+  status: string;
+  interval: string | null;
+  seats: number | null;
+  periodEnd: number | null;
+  cancelAtPeriodEnd: boolean;
+  trialEnd: number | null;
+  scheduleId: string | null;
+  pendingChange: PendingChange | null;
+}
+
 /** A stored subscription that is not deleted, with what the reconciliation compares. */
 export interface StoredSubscription {
   id: string;
@@ -100,6 +116,20 @@ const CORRECT_SQL = `
     seats = $8, interval = $9, cancel_at_period_end = $10, trial_end = $11,
     deleted_event_created = CASE WHEN $3 = 'canceled' THEN $7::bigint END, updated_at = now()
   WHERE subscription_id = $1`;
+
+/**
+ * A schedule's state applied to its subscription, in the order of schedule events ($5 created, $6 rank; $7
+ * forces it: the provider's answer to a change is its newest state). A schedule that holds the subscription
+ * ($3) becomes its schedule, with its pending change ($4); one that let go of it clears them, if they are its.
+ */
+const SCHEDULE_SQL = `
+  UPDATE provider_subscriptions SET
+    schedule_id = CASE WHEN $3 THEN $2 WHEN schedule_id = $2 THEN NULL ELSE schedule_id END,
+    pending_change = CASE WHEN $3 THEN $4::jsonb WHEN schedule_id = $2 THEN NULL ELSE pending_change END,
+    schedule_event_created = GREATEST(schedule_event_created, $5), schedule_event_rank = $6, updated_at = now()
+  WHERE subscription_id = $1 AND deleted_event_created IS NULL
+    AND ($7 OR schedule_event_created IS NULL OR (schedule_event_created, schedule_event_rank) <= ($5::bigint, $6::smallint))
+  RETURNING 1 AS applied`;
 
 /**
  * Billing's subscriptions as SQL fragments, for other modules' one-round-trip statements (the status read
@@ -225,6 +255,36 @@ export class ProviderSubscriptionsRepository {
       after.cancelAtPeriodEnd,
       after.trialEnd,
     ]);
+  }
+
+  /** Applies a schedule's state (SCHEDULE_SQL); false when it is older than the last schedule event applied. */
+  async writeSchedule(
+    m: EntityManager,
+    subscriptionId: string,
+    schedule: { scheduleId: string; attached: boolean; pendingChange: PendingChange | null },
+    order: { created: number; rank: number; force: boolean },
+  ): Promise<boolean> {
+    const rows = await preparedQuery(m, SCHEDULE_SQL, [
+      subscriptionId,
+      schedule.scheduleId,
+      schedule.attached,
+      schedule.pendingChange === null ? null : JSON.stringify(schedule.pendingChange),
+      order.created,
+      order.rank,
+      order.force,
+    ]);
+    return rows.length === 1;
+  }
+
+  /** The organisation's latest subscription in a billing status (its live one), if any. */
+  async live(m: EntityManager, organisationId: string): Promise<LiveSubscription | undefined> {
+    const row = await m.getRepository(ProviderSubscription).findOne({
+      where: { organisationId, deletedEventCreated: IsNull(), status: In([...BILLING_STATUSES]) },
+      order: { lastEventCreated: { direction: 'DESC', nulls: 'LAST' } },
+    });
+    if (!row) return undefined;
+    const { subscriptionId: id, customerId, tier, status, interval, seats, currentPeriodEnd: periodEnd, cancelAtPeriodEnd, trialEnd } = row;
+    return { id, organisationId, customerId, tier, status: status!, interval, seats, periodEnd, cancelAtPeriodEnd, trialEnd, scheduleId: row.scheduleId, pendingChange: row.pendingChange };
   }
 
   /** The organisation's latest subscription in a billing status, if any. */

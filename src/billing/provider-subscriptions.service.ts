@@ -1,10 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { SubscriptionFacts } from './provider-subscription-facts';
-import { DriftState, KnownSubscription, ProviderSubscriptionsRepository, StoredSubscription } from './provider-subscriptions.repository';
+import {
+  DriftState,
+  KnownSubscription,
+  LiveSubscription,
+  PendingChange,
+  ProviderSubscriptionsRepository,
+  StoredSubscription,
+} from './provider-subscriptions.repository';
 
 // Other modules see the subscriptions through this service: its rows' types are part of it.
-export type { DriftState, KnownSubscription, StoredSubscription };
+export type { DriftState, KnownSubscription, LiveSubscription, PendingChange, StoredSubscription };
 
 /** What a subscription event (or a subscription fetched from the provider) says about its subscription. */
 export interface SubscriptionChange extends SubscriptionFacts {
@@ -125,6 +132,25 @@ export class ProviderSubscriptions {
     const pastDueSince = after.status !== 'past_due' ? null : before.status === 'past_due' ? (row.pastDueSince ?? asOf) : asOf;
     await this.repository.writeCorrection(manager, subscriptionId, after, pastDueSince, asOf);
     return { before, after };
+  }
+
+  /**
+   * Applies what a subscription schedule says (spec §11.4, 11.5) to its subscription, in schedule event order
+   * (`created`, then `rank`); `force` applies it past that order (the provider's answer to a change made here).
+   * The caller holds the subscription's lock.
+   */
+  applySchedule(
+    manager: EntityManager,
+    subscriptionId: string,
+    schedule: { scheduleId: string; attached: boolean; pendingChange: PendingChange | null },
+    order: { created: number; rank: number; force?: boolean },
+  ): Promise<boolean> {
+    return this.repository.writeSchedule(manager, subscriptionId, schedule, { ...order, force: order.force ?? false });
+  }
+
+  /** The organisation's live subscription (spec §5: at most one), as its read and changes need it. */
+  liveOf(organisationId: string, manager: EntityManager): Promise<LiveSubscription | undefined> {
+    return this.repository.live(manager, organisationId);
   }
 
   /** The organisation's subscription that still bills, if any (for checkout: one at a time). */

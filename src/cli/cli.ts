@@ -3,14 +3,13 @@ import { AppConfig, loadConfig } from '../config/app-config';
 import { withMachineWebhookSecret } from '../config/webhook-secret';
 import { openDatabase, reach } from '../database/embedded-postgres';
 import { CliCommand, CliUsageError, parseArgv } from './cli-command';
-import { consoleCommands } from './console.commands';
 import { eventCommands } from './events.commands';
 import { identityCommands } from './identity.commands';
 import { notificationCommands } from './notifications.commands';
 import { webhookTriggerCommands } from './webhook-trigger.command';
 
 /** Every operator command. A module that adds commands exports a map like identityCommands. */
-export const COMMANDS: Record<string, CliCommand> = { ...identityCommands, ...eventCommands, ...notificationCommands, ...webhookTriggerCommands, ...consoleCommands };
+export const COMMANDS: Record<string, CliCommand> = { ...identityCommands, ...eventCommands, ...notificationCommands, ...webhookTriggerCommands };
 
 export function usage(): string {
   return ['usage: npm run -s cli -- <command> [--flag value]…', ...Object.values(COMMANDS).map((c) => `  ${c.usage}`)].join('\n');

@@ -19,9 +19,10 @@ export const ERROR_CODES = {
   tier_not_for_sale: [400, 'The tier has no provider price configured (PAYPROVIDER_PRICE_<TIER>).'],
   invalid_return_url: [400, 'A return URL is not an absolute URL under APP_URL.'],
   invalid_cursor: [400, 'starting_after names no entry of the list: not an invoice id of this history, or (GET /api/me) not an organisation of the caller\'s.'],
-  unknown_entitlement: [400, 'The name is not a feature (the check) or not a feature or metric (overrides) of the tier table.'],
-  invalid_override_value: [400, "An override's value is not of its name's kind: a boolean for a feature, an integer >= 0 for a metric."],
   negative_amount: [400, 'ai_tokens usage can only grow.'],
+  no_change: [400, 'The change names the plan the subscription already has (the same tier, interval and seats).'],
+  price_not_found: [400, 'The tier has no price with that interval (PAYPROVIDER_PRICE_<TIER>, as the provider confirmed it).'],
+  tax_location_invalid: [400, "The payment provider cannot tell the customer's tax location (automatic tax): the customer's address needs fixing (the message is the provider's)."],
   invalid_event: [400, 'A webhook body that is not a provider event.'],
   invoice_invalid: [400, 'A signed invoice event whose invoice cannot be recorded (stored as failed).'],
   tier_unresolvable: [400, 'A signed subscription event whose tier cannot be resolved (stored as failed).'],
@@ -36,6 +37,7 @@ export const ERROR_CODES = {
   metrics_token_required: [401, 'METRICS_TOKEN is set and the request does not carry it.'],
   // 402: a limit of the tier in force.
   limit_exceeded: [402, 'The change would exceed a limit in force; nothing was recorded.'],
+  payment_failed: [402, "The payment the change needed failed (e.g. a card declined; the message is the provider's): the plan in force stays as it was."],
   // 403: the caller is known but may not do this.
   forbidden: [403, 'The caller may not do this.'],
   organisation_forbidden: [403, 'The caller is not a member of the organisation (the same answer whether it exists or not).'],
@@ -50,6 +52,8 @@ export const ERROR_CODES = {
   session_not_found: [404, 'The payment provider knows no checkout session with that id.'],
   no_customer: [404, 'The organisation has no customer record with the payment provider.'],
   event_not_found: [404, 'No webhook event with that id in the ledger.'],
+  no_subscription: [404, 'The organisation has no live subscription (active, trialing, past_due, unpaid, incomplete).'],
+  no_pending_change: [404, "The organisation's subscription has no change scheduled for the end of its period."],
   notification_not_found: [404, 'No outbound notification with that webhook-id (notifications:retry).'],
   request_timeout: [408, 'The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.'],
   // 409: conflicts with what is stored.
@@ -58,6 +62,8 @@ export const ERROR_CODES = {
   idempotency_key_reused: [409, 'The idempotency key was already used for a different report.'],
   checkout_in_progress: [409, 'Another checkout of this organisation is being opened at this moment; retry after Retry-After seconds.'],
   subscription_exists: [409, 'The organisation already has a live subscription: change the plan in the billing portal.'],
+  seats_below_members: [409, 'Fewer seats than the organisation has members: remove members first.'],
+  change_in_progress: [409, "Another change of the organisation's subscription is being made at this moment; retry after Retry-After seconds."],
   payload_too_large: [413, 'The body is larger than 1 MiB.'],
   unsupported_media_type: [415, 'A body on an /api route that is not JSON (Content-Type: application/json), e.g. a form post; or a JSON charset other than UTF-8.'],
   headers_too_large: [431, 'The request headers are larger than 16 KiB; the connection is closed.'],
@@ -66,6 +72,7 @@ export const ERROR_CODES = {
   // 5xx: ours or a dependency's; details only in the log, under the request id.
   internal_error: [500, 'Something went wrong on our side.'],
   payment_provider_error: [500, 'The payment provider failed or could not be reached.'],
+  provider_error: [502, 'The payment provider refused or failed the subscription change for a reason the customer cannot act on; nothing was changed.'],
   payment_provider_busy: [503, "The payment provider's request budget is spent for now (its rate limit, or PAYPROVIDER_MAX_RPS); nothing was done. Retry after Retry-After seconds."],
   service_unavailable: [503, 'The service is temporarily unavailable.'],
   database_unavailable: [503, 'The database could not be reached or did not answer (connection refused or lost, no connection within 3 s, no answer within DATABASE_QUERY_TIMEOUT_MS). Retry.'],

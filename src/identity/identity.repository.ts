@@ -165,6 +165,10 @@ export class IdentityRepository {
     return row;
   }
 
+  async memberCount(organisationId: string): Promise<number> {
+    return this.db.getRepository(Membership).countBy({ organisationId });
+  }
+
   async upsertMembership(m: EntityManager, organisationId: string, userId: string, role: Role): Promise<void> {
     await m.query(UPSERT_MEMBERSHIP_SQL, [organisationId, userId, role]);
   }

@@ -152,6 +152,11 @@ export class IdentityService {
   }
 
   /** The organisation's customer record with the payment provider, if it has one. */
+  /** The organisation's members (a per-seat plan may not sell fewer seats, spec §11.3, 11.4). */
+  memberCount(organisationId: string): Promise<number> {
+    return this.identity.memberCount(organisationId);
+  }
+
   customerOf(organisationId: string): Promise<string | null> {
     return this.identity.customerOf(organisationId);
   }

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { LicensingController } from './licensing.controller';
-import { EntitlementsService } from './entitlements.service';
 import { LicensingService } from './licensing.service';
 import { MemberLimitPolicy } from '../identity/member-limit.port';
 import { LicensingRepository } from './licensing.repository';
@@ -21,13 +20,12 @@ import { WellKnownController } from './well-known.controller';
   providers: [
     LicensingRepository,
     LicensingService,
-    EntitlementsService,
     UsageRepository,
     UsageService,
     UsageBatchService,
     EntitlementSigningKeys,
     { provide: MemberLimitPolicy, useExisting: LicensingService },
   ],
-  exports: [LicensingService, EntitlementsService, MemberLimitPolicy],
+  exports: [LicensingService, MemberLimitPolicy],
 })
 export class LicensingModule {}

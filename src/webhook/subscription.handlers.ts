@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { EVENT_RANK, EVENT_TYPES, idOf, ProviderEvent } from '../billing/provider-event';
-import { subscriptionFacts } from '../billing/provider-subscription-facts';
 import { ProviderSubscriptions, SubscriptionChange } from '../billing/provider-subscriptions.service';
 import { AppConfig } from '../config/app-config';
+import { CurrentSubscriptions, subscriptionChange } from './current-subscriptions';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent, ProviderAnswers, reasons } from './event-handler';
 import { subscriptionSchema } from './event-schemas';
 import { OrganisationLinks } from './organisation-links';
@@ -24,6 +24,7 @@ abstract class SubscriptionHandler implements EventHandler {
     private readonly config: AppConfig,
     private readonly links: OrganisationLinks,
     private readonly subscriptions: ProviderSubscriptions,
+    private readonly current: CurrentSubscriptions,
   ) {}
 
   providerIds(event: ProviderEvent): (string | undefined)[] {
@@ -57,7 +58,7 @@ abstract class SubscriptionHandler implements EventHandler {
       // replayable, rather than failing the delivery.
       const answer = provider.subscription(subscriptionId);
       if ('error' in answer) return failed('provider_unavailable', answer.error, { ...ids, organisationId });
-      result = await this.subscriptions.apply(manager, target, known, this.change(event, answer.subscription), true);
+      result = await this.current.applyNow(manager, target, known, answer.subscription, event.created);
     }
     const linkNote = await this.links.linkCustomer(manager, organisationId, customerId);
     return {
@@ -71,14 +72,7 @@ abstract class SubscriptionHandler implements EventHandler {
   }
 
   private change(event: ProviderEvent, sub: Record<string, any>): SubscriptionChange {
-    const tier = resolveTier(sub, this.config);
-    return {
-      kind: this.kind,
-      created: event.created,
-      rank: EVENT_RANK[event.type],
-      tier: 'tier' in tier ? tier.tier : undefined,
-      ...subscriptionFacts(sub),
-    };
+    return subscriptionChange(this.config, sub, this.kind, event.created, EVENT_RANK[event.type]);
   }
 }
 

@@ -3,6 +3,7 @@ import { DiscoveryModule } from '@nestjs/core';
 import { BillingModule } from '../billing/billing.module';
 import { LicensingModule } from '../licensing/licensing.module';
 import { NotificationsModule } from '../notifications/notifications.module';
+import { CurrentSubscriptions } from './current-subscriptions';
 import { EventDispatcher } from './event-dispatcher';
 import { CustomerDeletedHandler } from './customer-deleted.handler';
 import { InvoicePaidHandler, InvoicePaymentSucceededHandler } from './paid-invoice.handlers';
@@ -26,6 +27,7 @@ import { WebhookSignatureGuard } from './webhook-signature.guard';
   providers: [
     WebhookSignatureGuard,
     EventDispatcher,
+    CurrentSubscriptions,
     OrganisationLinks,
     SubscriptionCreatedHandler,
     SubscriptionUpdatedHandler,
@@ -38,6 +40,6 @@ import { WebhookSignatureGuard } from './webhook-signature.guard';
     SyncSpillRepository,
     JobLeasesRepository,
   ],
-  exports: [EventDispatcher, ProviderSync],
+  exports: [EventDispatcher, ProviderSync, CurrentSubscriptions],
 })
 export class WebhookModule {}

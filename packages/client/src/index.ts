@@ -84,17 +84,6 @@ export function createClient(options: ClientOptions) {
     members: (organisationId: string) => call(api.GET('/api/organisations/{id}/members', { params: { path: { id: organisationId } } })),
     /** `GET /api/licensing/status`: tier, flags and usage against limits. */
     status: (organisationId: string) => call(api.GET('/api/licensing/status', { params: { query: { organisation_id: organisationId } } })),
-    /**
-     * `GET /api/licensing/entitlements` (member, JWT or service key): every feature and limit in force, with
-     * usage, each limit's origin (`tier`, `seats`, `override`) and the live overrides. Cache it by `version`.
-     */
-    entitlements: (organisationId: string) =>
-      call(api.GET('/api/licensing/entitlements', { params: { query: { organisation_id: organisationId } } })),
-    /** `GET /api/licensing/check?feature=`: is the feature in force? (member or service key; 400 `unknown_entitlement`) */
-    checkFeature: async (organisationId: string, feature: string): Promise<boolean> => {
-      const answer = await call(api.GET('/api/licensing/check', { params: { query: { organisation_id: organisationId, feature } } }));
-      return answer.allowed;
-    },
     /** `GET /api/licensing/check`: would `amount` more of `metric` fit? (member or service key) */
     check: (query: paths['/api/licensing/check']['get']['parameters']['query']) =>
       call(api.GET('/api/licensing/check', { params: { query } })),
@@ -105,6 +94,23 @@ export function createClient(options: ClientOptions) {
     /** `GET /api/billing/portal` (owner or admin): the provider's billing portal URL. */
     portal: (organisationId?: string) =>
       call(api.GET('/api/billing/portal', { params: { query: organisationId ? { organisation_id: organisationId } : {} } })),
+    /** `GET /api/billing/subscription` (any member): the live subscription with seats and pending change, or null. */
+    subscription: (organisationId: string) =>
+      call(api.GET('/api/billing/subscription', { params: { query: { organisation_id: organisationId } } })),
+    /** `POST /api/billing/subscription/preview` (any member): the provider's invoice for a change; changes nothing. */
+    previewChange: (body: Body<'/api/billing/subscription/preview', 'post'>) => call(api.POST('/api/billing/subscription/preview', { body })),
+    /**
+     * `POST /api/billing/subscription/change` (owner or admin): an upgrade now (pass the preview's `proration_date`
+     * to be charged what it showed; 402 `payment_failed` keeps the old plan), a downgrade at the period's end.
+     */
+    changeSubscription: (body: Body<'/api/billing/subscription/change', 'post'>) => call(api.POST('/api/billing/subscription/change', { body })),
+    /** `POST /api/billing/subscription/cancel` (owner or admin): end with the current period. */
+    cancel: (organisationId: string) => call(api.POST('/api/billing/subscription/cancel', { body: { organisation_id: organisationId } })),
+    /** `POST /api/billing/subscription/resume` (owner or admin): undo a cancellation before the period ends. */
+    resume: (organisationId: string) => call(api.POST('/api/billing/subscription/resume', { body: { organisation_id: organisationId } })),
+    /** `DELETE /api/billing/subscription/pending-change` (owner or admin): drop the change scheduled for the period's end. */
+    releasePendingChange: (organisationId: string) =>
+      call(api.DELETE('/api/billing/subscription/pending-change', { params: { query: { organisation_id: organisationId } } })),
     /** `GET /api/billing/history`: paid invoices, newest first, a page at a time. */
     history: (query: paths['/api/billing/history']['get']['parameters']['query']) =>
       call(api.GET('/api/billing/history', { params: { query } })),

@@ -220,23 +220,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/licensing/entitlements": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** An organisation's features and limits in force, with usage, origins and live overrides (member, trusted JWT or service key) */
-        get: operations["LicensingController_entitlements"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/licensing/check": {
         parameters: {
             query?: never;
@@ -244,7 +227,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Would `amount` more of a metric fit under the limit in force (metric)? Is a feature in force (feature)? (member session or service key) */
+        /** Would `amount` more of a metric fit under the limit in force? (member session or service key) */
         get: operations["LicensingController_check"];
         put?: never;
         post?: never;
@@ -419,6 +402,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/billing/subscription": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organisation's live subscription, or null (any member) */
+        get: operations["SubscriptionController_read"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/billing/subscription/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What a change would invoice, from the provider (any member; changes nothing)
+         * @description An upgrade's invoice now, prorated as of `proration_date`; a downgrade's next invoice, at the period's end.
+         */
+        post: operations["SubscriptionController_preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/billing/subscription/change": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the plan, seats or interval (owner or admin)
+         * @description An upgrade (a later tier, more seats, a longer interval) takes effect now, prorated and invoiced at once; a downgrade at the period's end, shown as pending_change.
+         */
+        post: operations["SubscriptionController_change"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/billing/subscription/pending-change": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Drop the change scheduled for the period's end (owner or admin) */
+        delete: operations["SubscriptionController_releasePendingChange"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/billing/subscription/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End the subscription with its current period (owner or admin); the paid tier stays until then */
+        post: operations["SubscriptionController_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/billing/subscription/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Undo a cancellation before the period ends (owner or admin) */
+        post: operations["SubscriptionController_resume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -544,9 +635,10 @@ export interface components {
              *     - `tier_not_for_sale` (400): The tier has no provider price configured (PAYPROVIDER_PRICE_<TIER>).
              *     - `invalid_return_url` (400): A return URL is not an absolute URL under APP_URL.
              *     - `invalid_cursor` (400): starting_after names no entry of the list: not an invoice id of this history, or (GET /api/me) not an organisation of the caller's.
-             *     - `unknown_entitlement` (400): The name is not a feature (the check) or not a feature or metric (overrides) of the tier table.
-             *     - `invalid_override_value` (400): An override's value is not of its name's kind: a boolean for a feature, an integer >= 0 for a metric.
              *     - `negative_amount` (400): ai_tokens usage can only grow.
+             *     - `no_change` (400): The change names the plan the subscription already has (the same tier, interval and seats).
+             *     - `price_not_found` (400): The tier has no price with that interval (PAYPROVIDER_PRICE_<TIER>, as the provider confirmed it).
+             *     - `tax_location_invalid` (400): The payment provider cannot tell the customer's tax location (automatic tax): the customer's address needs fixing (the message is the provider's).
              *     - `invalid_event` (400): A webhook body that is not a provider event.
              *     - `invoice_invalid` (400): A signed invoice event whose invoice cannot be recorded (stored as failed).
              *     - `tier_unresolvable` (400): A signed subscription event whose tier cannot be resolved (stored as failed).
@@ -559,6 +651,7 @@ export interface components {
              *     - `invalid_service_key` (401): The X-Service-Key header is not one of SERVICE_API_KEYS.
              *     - `metrics_token_required` (401): METRICS_TOKEN is set and the request does not carry it.
              *     - `limit_exceeded` (402): The change would exceed a limit in force; nothing was recorded.
+             *     - `payment_failed` (402): The payment the change needed failed (e.g. a card declined; the message is the provider's): the plan in force stays as it was.
              *     - `forbidden` (403): The caller may not do this.
              *     - `organisation_forbidden` (403): The caller is not a member of the organisation (the same answer whether it exists or not).
              *     - `role_forbidden` (403): The action needs the role owner or admin in the organisation.
@@ -571,6 +664,8 @@ export interface components {
              *     - `session_not_found` (404): The payment provider knows no checkout session with that id.
              *     - `no_customer` (404): The organisation has no customer record with the payment provider.
              *     - `event_not_found` (404): No webhook event with that id in the ledger.
+             *     - `no_subscription` (404): The organisation has no live subscription (active, trialing, past_due, unpaid, incomplete).
+             *     - `no_pending_change` (404): The organisation's subscription has no change scheduled for the end of its period.
              *     - `notification_not_found` (404): No outbound notification with that webhook-id (notifications:retry).
              *     - `request_timeout` (408): The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.
              *     - `email_taken` (409): A user with that email already exists (under another external_id, or none).
@@ -578,6 +673,8 @@ export interface components {
              *     - `idempotency_key_reused` (409): The idempotency key was already used for a different report.
              *     - `checkout_in_progress` (409): Another checkout of this organisation is being opened at this moment; retry after Retry-After seconds.
              *     - `subscription_exists` (409): The organisation already has a live subscription: change the plan in the billing portal.
+             *     - `seats_below_members` (409): Fewer seats than the organisation has members: remove members first.
+             *     - `change_in_progress` (409): Another change of the organisation's subscription is being made at this moment; retry after Retry-After seconds.
              *     - `payload_too_large` (413): The body is larger than 1 MiB.
              *     - `unsupported_media_type` (415): A body on an /api route that is not JSON (Content-Type: application/json), e.g. a form post; or a JSON charset other than UTF-8.
              *     - `headers_too_large` (431): The request headers are larger than 16 KiB; the connection is closed.
@@ -585,6 +682,7 @@ export interface components {
              *     - `rate_limited` (429): This user made too many requests that reach the payment provider (PAYPROVIDER_USER_MAX_PER_MINUTE); retry after Retry-After seconds.
              *     - `internal_error` (500): Something went wrong on our side.
              *     - `payment_provider_error` (500): The payment provider failed or could not be reached.
+             *     - `provider_error` (502): The payment provider refused or failed the subscription change for a reason the customer cannot act on; nothing was changed.
              *     - `payment_provider_busy` (503): The payment provider's request budget is spent for now (its rate limit, or PAYPROVIDER_MAX_RPS); nothing was done. Retry after Retry-After seconds.
              *     - `service_unavailable` (503): The service is temporarily unavailable.
              *     - `database_unavailable` (503): The database could not be reached or did not answer (connection refused or lost, no connection within 3 s, no answer within DATABASE_QUERY_TIMEOUT_MS). Retry.
@@ -595,7 +693,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "negative_amount" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "negative_amount" | "no_change" | "price_not_found" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
         };
         UserRecord: {
             /** Format: uuid */
@@ -758,98 +856,6 @@ export interface components {
             license: components["schemas"]["LicenseInfo"];
             usage: components["schemas"]["UsageSummary"];
         };
-        LimitEntitlement: {
-            /**
-             * @description The count in the current period (users: the memberships)
-             * @example 12
-             */
-            used: number;
-            /**
-             * @description The limit in force
-             * @example 25
-             */
-            limit: number;
-            /** @description used >= limit */
-            at_capacity: boolean;
-            /**
-             * @description What a report past the limit does: refused (block) or accepted and billed (bill)
-             * @enum {string}
-             */
-            overage: "block" | "bill";
-            /**
-             * @description The limit's origin: the tier, the subscription's seats, or an override (which wins)
-             * @enum {string}
-             */
-            source: "tier" | "seats" | "override";
-        };
-        OverrideRecord: {
-            /**
-             * @description A feature or a metric of the tier table
-             * @example sso
-             */
-            name: string;
-            /**
-             * @description A feature's value (boolean) or a metric's limit (integer ≥ 0)
-             * @example true
-             */
-            value: boolean | number;
-            /**
-             * Format: date-time
-             * @description When it stops applying; null: until deleted
-             */
-            expires_at: string | null;
-            /** @example Pilot, until the contract is signed */
-            note: string | null;
-            /**
-             * Format: date-time
-             * @description When this value was set
-             */
-            created_at: string;
-        };
-        EntitlementsResponse: {
-            /** Format: uuid */
-            organisation_id: string;
-            /**
-             * @example pro
-             * @enum {string}
-             */
-            tier: "free" | "pro" | "team" | "enterprise";
-            is_active: boolean;
-            is_expired: boolean;
-            /**
-             * @description The organisation's notification version (license.updated carries the same): a cached copy older than a notification's is stale
-             * @example 3
-             */
-            version: number;
-            /**
-             * @description The subscription's seats; null for a tier not sold per seat
-             * @example null
-             */
-            seats: number | null;
-            /**
-             * @description Every feature of the tier table, true where it is in force (the free tier's while a paid license is not active; overrides win)
-             * @example {
-             *       "api_access": true,
-             *       "audit_log": false,
-             *       "sso": false
-             *     }
-             */
-            features: {
-                [key: string]: boolean;
-            };
-            /** @description Every metric: the three, then the further metrics of the tier table */
-            limits: {
-                projects: unknown;
-                /** @description Within the current billing period */
-                ai_tokens: unknown;
-                /** @description The organisation's memberships */
-                users: unknown;
-            } & {
-                [key: string]: components["schemas"]["LimitEntitlement"];
-            };
-            /** @description The live overrides (not expired), by name */
-            overrides: components["schemas"]["OverrideRecord"][];
-        };
         CheckResponse: {
             /** @description used + amount <= limit */
             allowed: boolean;
@@ -857,10 +863,6 @@ export interface components {
             limit: number;
             /** @description max(limit - used, 0) */
             remaining: number;
-        };
-        FeatureCheckResponse: {
-            /** @description The feature is in force for the organisation */
-            allowed: boolean;
         };
         UsageReportBody: {
             /**
@@ -983,11 +985,10 @@ export interface components {
              */
             id: string;
             /**
-             * @description The price's recurring interval, as the provider says it
+             * @description As the provider says it: day, week, month or year
              * @example month
-             * @enum {string}
              */
-            interval: "day" | "week" | "month" | "year";
+            interval: string;
             /** @example 1 */
             interval_count: number;
             /**
@@ -1150,6 +1151,150 @@ export interface components {
             status: "processed" | "duplicate" | "stale" | "unmatched" | "ignored" | "failed";
             /** @example null */
             reason: string | null;
+        };
+        PendingChangeView: {
+            /**
+             * @example pro
+             * @enum {string|null}
+             */
+            tier: "free" | "pro" | "team" | "enterprise" | null;
+            /** @example month */
+            interval: string | null;
+            /** @example 5 */
+            seats: number | null;
+            /**
+             * @description Unix seconds: the end of the current period
+             * @example 1766382000
+             */
+            effective_at: number;
+        };
+        SubscriptionView: {
+            /** @example sub_1MowQVLkdIwHu7ixeRlqHVzs */
+            id: string;
+            /**
+             * @example team
+             * @enum {string|null}
+             */
+            tier: "free" | "pro" | "team" | "enterprise" | null;
+            /**
+             * @description The provider's status: active, trialing, past_due, unpaid or incomplete
+             * @example active
+             */
+            status: string;
+            /** @example month */
+            interval: string | null;
+            /**
+             * @description The item's quantity
+             * @example 5
+             */
+            seats: number | null;
+            /**
+             * @description Unix seconds
+             * @example 1766382000
+             */
+            current_period_end: number | null;
+            cancel_at_period_end: boolean;
+            /** @description Unix seconds; null when not trialing */
+            trial_end: number | null;
+            /** @description A change that takes effect at the period's end */
+            pending_change: (components["schemas"]["PendingChangeView"] | null) & components["schemas"]["PendingChangeView"];
+        };
+        SubscriptionResponse: {
+            /** @description null: no live subscription */
+            subscription: (components["schemas"]["SubscriptionView"] | null) & components["schemas"]["SubscriptionView"];
+        };
+        PreviewChangeDto: {
+            /**
+             * Format: uuid
+             * @example 2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11
+             */
+            organisation_id: string;
+            /**
+             * @description A paid tier of the table; default: the current one
+             * @example team
+             * @enum {string}
+             */
+            tier?: "free" | "pro" | "team" | "enterprise";
+            /**
+             * @description Default: the current interval (that tier's price with it)
+             * @example month
+             * @enum {string}
+             */
+            interval?: "month" | "year";
+            /**
+             * @description Only for a per-seat tier, at most its max; default: the current seats (or the member count when the current tier is not per seat)
+             * @example 5
+             */
+            seats?: number;
+        };
+        PreviewLine: {
+            /** @example Remaining time on 5 × Team after 2026-11-24 */
+            description: string | null;
+            /**
+             * @description Integer minor units; negative for a credit
+             * @example 1250
+             */
+            amount: number;
+            /** @example 1763790000 */
+            period_start: number;
+            /** @example 1766382000 */
+            period_end: number;
+        };
+        PreviewResponse: {
+            /**
+             * @description Integer minor units, as the provider computed it
+             * @example 1250
+             */
+            amount_due: number;
+            /** @example EUR */
+            currency: string;
+            /**
+             * @description Pass it to the change so that the charge is this one
+             * @example 1763990000
+             */
+            proration_date: number;
+            /**
+             * @description Unix seconds: now for an upgrade, the period's end for a downgrade
+             * @example 1763990000
+             */
+            effective_at: number;
+            lines: components["schemas"]["PreviewLine"][];
+        };
+        ChangeSubscriptionDto: {
+            /**
+             * Format: uuid
+             * @example 2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11
+             */
+            organisation_id: string;
+            /**
+             * @description A paid tier of the table; default: the current one
+             * @example team
+             * @enum {string}
+             */
+            tier?: "free" | "pro" | "team" | "enterprise";
+            /**
+             * @description Default: the current interval (that tier's price with it)
+             * @example month
+             * @enum {string}
+             */
+            interval?: "month" | "year";
+            /**
+             * @description Only for a per-seat tier, at most its max; default: the current seats (or the member count when the current tier is not per seat)
+             * @example 5
+             */
+            seats?: number;
+            /**
+             * @description The `proration_date` a preview answered: an upgrade is then prorated as of that second, so the charge is the one shown
+             * @example 1763990000
+             */
+            proration_date?: number;
+        };
+        OrganisationBody: {
+            /**
+             * Format: uuid
+             * @example 2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11
+             */
+            organisation_id: string;
         };
         LicenseNotificationData: {
             /** Format: uuid */
@@ -2698,111 +2843,12 @@ export interface operations {
             };
         };
     };
-    LicensingController_entitlements: {
-        parameters: {
-            query: {
-                /** @description Organisation to report on */
-                organisation_id: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EntitlementsResponse"];
-                };
-            };
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            431: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-        };
-    };
     LicensingController_check: {
         parameters: {
             query: {
                 /** @description Organisation to report on */
                 organisation_id: string;
-                /** @description The metric form: would `amount` more fit? Give metric or feature, not both. */
-                metric?: "projects" | "ai_tokens" | "users";
-                /** @description The feature form: is this feature of the tier table in force? */
-                feature?: string;
-                /** @description The metric form only */
+                metric: "projects" | "ai_tokens" | "users";
                 amount?: number;
             };
             header?: never;
@@ -2817,7 +2863,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckResponse"] | components["schemas"]["FeatureCheckResponse"];
+                    "application/json": components["schemas"]["CheckResponse"];
                 };
             };
             400: {
@@ -3728,6 +3774,784 @@ export interface operations {
                 };
             };
             500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SubscriptionController_read: {
+        parameters: {
+            query: {
+                organisation_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SubscriptionController_preview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewChangeDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            502: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SubscriptionController_change: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChangeSubscriptionDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            402: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            502: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SubscriptionController_releasePendingChange: {
+        parameters: {
+            query: {
+                organisation_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Released: the subscription stays as it is */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            502: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SubscriptionController_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganisationBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            502: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SubscriptionController_resume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganisationBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            502: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

@@ -1,7 +1,9 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { createClient, isServiceError, Notification, ServiceError, verifyNotification } from '../src';
+import { FakeProvider, startFakeProvider } from '../../../test/support/fake-provider';
 import { newNotifySecret } from '../../../test/support/notification-receiver';
+import { addPrices, subscribed, subscriptionEnv } from '../../../test/support/subscribed';
 import { startTestApp, TestApp } from '../../../test/support/test-app';
 import { waitFor } from '../../../test/support/wait-for';
 
@@ -68,11 +70,6 @@ describe('packages/client against the service', () => {
     const status = await user.status(organisation.id);
     expect(status.license).toEqual({ is_active: true, is_expired: false, tier: 'free' });
     expect(status.usage.users).toEqual({ used: 1, limit: 3, at_capacity: false });
-    const entitlements = await user.entitlements(organisation.id);
-    expect(entitlements).toMatchObject({ organisation_id: organisation.id, tier: 'free', seats: null, overrides: [] });
-    expect(entitlements.limits.users).toEqual({ used: 1, limit: 3, at_capacity: false, overage: 'block', source: 'tier' });
-    expect(entitlements.features).toEqual({ api_access: false, audit_log: false, sso: false });
-    expect(await user.checkFeature(organisation.id, 'api_access')).toBe(false);
     expect(await user.history({ organisation_id: organisation.id })).toEqual({ data: [], has_more: false });
   });
 
@@ -124,5 +121,46 @@ describe('packages/client against the service', () => {
     const headers = { 'webhook-id': 'msg_1', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' };
     expect(() => verifyNotification(body, headers, secret)).toThrow();
     expect(() => verifyNotification(body, {}, secret)).toThrow();
+  });
+});
+
+/** The subscription functions, against the service on the strict provider double (spec §11.4). */
+describe('packages/client: the subscription and its changes', () => {
+  let fake: FakeProvider;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    fake = await startFakeProvider();
+    addPrices(fake);
+    t = await startTestApp({ env: subscriptionEnv(fake) });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await fake?.close();
+  });
+
+  it('reads, previews and upgrades with the preview\'s proration_date, schedules a downgrade, releases it, cancels and resumes', async () => {
+    const s = await subscribed(t, fake, { price: 'team_month', seats: 3 });
+    const user = createClient({ baseUrl: t.baseUrl, session: s.owner.token });
+    const organisation_id = s.org.id;
+    expect((await user.subscription(organisation_id)).subscription).toMatchObject({ tier: 'team', seats: 3, pending_change: null });
+
+    const preview = await user.previewChange({ organisation_id, seats: 4 });
+    expect(preview.amount_due).toBe(preview.lines.reduce((sum, line) => sum + line.amount, 0));
+    const upgraded = await user.changeSubscription({ organisation_id, seats: 4, proration_date: preview.proration_date });
+    expect(upgraded.subscription).toMatchObject({ seats: 4, pending_change: null });
+
+    const downgraded = await user.changeSubscription({ organisation_id, seats: 3 });
+    expect(downgraded.subscription?.pending_change).toEqual({ tier: 'team', interval: 'month', seats: 3, effective_at: s.periodEnd });
+    await user.releasePendingChange(organisation_id);
+    expect((await user.subscription(organisation_id)).subscription?.pending_change).toBeNull();
+
+    expect((await user.cancel(organisation_id)).subscription?.cancel_at_period_end).toBe(true);
+    expect((await user.resume(organisation_id)).subscription?.cancel_at_period_end).toBe(false);
+
+    const same = await user.changeSubscription({ organisation_id, seats: 4 }).catch((err: unknown) => err);
+    expect(isServiceError(same, 'no_change') && same.status).toBe(400);
+    const none = await user.releasePendingChange(organisation_id).catch((err: unknown) => err);
+    expect(isServiceError(none, 'no_pending_change') && none.status).toBe(404);
   });
 });

@@ -1,0 +1,40 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EntityManager } from 'typeorm';
+import { AppException } from '../common/app-exception';
+import { SubscriptionChangesRepository } from './subscription-changes.repository';
+
+// A second change waits up to ~10 s for the first (a few provider calls), then answers 409 change_in_progress.
+const CLAIM_ATTEMPTS = 50;
+const CLAIM_RETRY_MS = 200;
+
+/**
+ * One change of an organisation's subscription at a time, across instances, without holding a database
+ * connection while the provider is asked (subscription-change-claim.entity.ts): a second change waits for the
+ * first, then reads the state the first one left.
+ */
+@Injectable()
+export class SubscriptionClaims {
+  constructor(private readonly repository: SubscriptionChangesRepository) {}
+
+  /**
+   * Runs `work` holding the organisation's claim. `end(m)` ends it in the transaction that applies the change,
+   * so the claim and the change commit together; it is ended again afterwards in any case (a `work` that failed,
+   * or whose transaction rolled back).
+   */
+  async during<T>(organisationId: string, work: (end: (m: EntityManager) => Promise<void>) => Promise<T>): Promise<T> {
+    const claim = randomUUID();
+    for (let attempt = 1; !(await this.repository.claim(organisationId, claim)); attempt++) {
+      if (attempt >= CLAIM_ATTEMPTS) {
+        throw new AppException('change_in_progress', 'Another change of this subscription is being made; try again in a moment.', { retryAfterS: 2 });
+      }
+      await sleep(CLAIM_RETRY_MS);
+    }
+    try {
+      return await work((m) => this.repository.release(organisationId, claim, m));
+    } finally {
+      await this.repository.release(organisationId, claim);
+    }
+  }
+}

@@ -1,0 +1,276 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { AuditActor, AuditService } from '../audit/audit.service';
+import { AppException } from '../common/app-exception';
+import { AuthUser } from '../common/current-user.decorator';
+import { AppConfig } from '../config/app-config';
+import { transaction } from '../database/transaction';
+import { IdentityService } from '../identity/identity.service';
+import { CurrentSubscriptions } from '../webhook/current-subscriptions';
+import { CallerLimits } from './caller-limits';
+import { PaymentProvider } from './payment-provider.port';
+import { PriceCatalog } from './price-catalog';
+import { idOf } from './provider-event';
+import { scheduleFacts } from './provider-subscription-facts';
+import { LiveSubscription, PendingChange, ProviderSubscriptions } from './provider-subscriptions.service';
+import { changeFailure } from './provider-failure';
+import { SubscriptionClaims } from './subscription-claims';
+import { ChangeSubscriptionDto, PreviewChangeDto, PreviewResponse, SubscriptionResponse, SubscriptionView } from './subscription.dto';
+import { checkRequest, isUpgrade, Plan, samePlan, targetPlan } from './subscription-plan';
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** A step applied in a change's transaction. */
+type Apply = (m: EntityManager) => Promise<void>;
+
+/** A change worked out from the stored subscription and the request: what to ask the provider for. */
+interface Worked {
+  live: LiveSubscription;
+  from: Plan;
+  to: Plan;
+  upgrade: boolean;
+  priceId: string;
+}
+
+/**
+ * The organisation's subscription and its changes (spec §11.4). Reads need membership, changes owner or admin
+ * (the route's declaration). Each change is made at the provider first; its answer is then applied at once as
+ * the subscription's newest state (CurrentSubscriptions, the webhook's own tie rule), audited, in one
+ * transaction. One change per organisation at a time (SubscriptionClaims): a second waits, then starts from the
+ * first one's result. Money is the provider's: previews are its invoice previews.
+ */
+@Injectable()
+export class SubscriptionService {
+  constructor(
+    private readonly provider: PaymentProvider,
+    private readonly identity: IdentityService,
+    private readonly subscriptions: ProviderSubscriptions,
+    private readonly current: CurrentSubscriptions,
+    private readonly catalog: PriceCatalog,
+    private readonly claims: SubscriptionClaims,
+    private readonly audit: AuditService,
+    private readonly callerLimits: CallerLimits,
+    private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+  ) {}
+
+  async read(caller: AuthUser, organisationId: string): Promise<SubscriptionResponse> {
+    await this.identity.requireMember(caller, organisationId);
+    return { subscription: await this.view(this.db.manager, organisationId) };
+  }
+
+  async preview(caller: AuthUser, dto: PreviewChangeDto): Promise<PreviewResponse> {
+    await this.identity.requireMember(caller, dto.organisation_id);
+    checkRequest(this.config.tiers, dto);
+    const worked = await this.work(dto);
+    this.callerLimits.take(caller.id);
+    const prorationDate = nowSeconds();
+    const invoice = await this.ask(async () => {
+      const itemId = await this.itemOf(worked.live.id);
+      const when = worked.upgrade ? 'now' : 'period_end';
+      return this.provider.previewItemChange(worked.live.id, { itemId, item: { price: worked.priceId, quantity: worked.to.seats }, prorationDate, when });
+    });
+    return {
+      amount_due: invoice.amountDue,
+      currency: invoice.currency.toUpperCase(),
+      proration_date: prorationDate,
+      effective_at: worked.upgrade ? prorationDate : (worked.live.periodEnd ?? prorationDate),
+      lines: invoice.lines.map((l) => ({ description: l.description, amount: l.amount, period_start: l.periodStart, period_end: l.periodEnd })),
+    };
+  }
+
+  /** An upgrade now (prorated, invoiced at once); a downgrade at the period's end, through a schedule. */
+  async change(caller: AuthUser, dto: ChangeSubscriptionDto, by: AuditActor): Promise<SubscriptionResponse> {
+    await this.identity.requireMember(caller, dto.organisation_id);
+    checkRequest(this.config.tiers, dto);
+    return this.claims.during(dto.organisation_id, async (end) => {
+      const worked = await this.work(dto);
+      const { live } = worked;
+      this.callerLimits.take(caller.id);
+      const item = { price: worked.priceId, quantity: worked.to.seats };
+      const asOf = nowSeconds();
+      const done = (action: string, apply: Apply) => this.record(live, by, action, end, apply);
+      if (!worked.upgrade) {
+        const schedule = await this.ask(() => this.provider.scheduleItemChange(live.id, { scheduleId: live.scheduleId, next: item }));
+        return done('subscription.changed', (m) => this.applySchedule(m, schedule, asOf));
+      }
+      // A pending downgrade would still come at the period's end: the upgrade replaces it.
+      return this.afterRelease(live, asOf, done, async (applyRelease) => {
+        const itemId = await this.ask(() => this.itemOf(live.id));
+        const answer = await this.ask(() => this.provider.changeItemNow(live.id, { itemId, item, prorationDate: dto.proration_date }));
+        if (answer.pending_update) {
+          // pending_if_incomplete: the payment failed and the provider left the subscription as it was.
+          throw new AppException('payment_failed', 'The payment for this change failed; the plan in force stays as it was. Update the payment method and try again.');
+        }
+        return done('subscription.changed', async (m) => {
+          await applyRelease(m);
+          await this.current.applyAnswer(m, live.organisationId, answer, asOf);
+        });
+      });
+    });
+  }
+
+  cancel(caller: AuthUser, organisationId: string, by: AuditActor): Promise<SubscriptionResponse> {
+    return this.setCancel(caller, organisationId, by, true);
+  }
+
+  resume(caller: AuthUser, organisationId: string, by: AuditActor): Promise<SubscriptionResponse> {
+    return this.setCancel(caller, organisationId, by, false);
+  }
+
+  /** Releases the schedule that holds a change for the period's end: the subscription stays as it is. */
+  async releasePendingChange(caller: AuthUser, organisationId: string, by: AuditActor): Promise<void> {
+    await this.identity.requireMember(caller, organisationId);
+    await this.claims.during(organisationId, async (end) => {
+      const live = await this.requireLive(organisationId);
+      if (!live.scheduleId) throw new AppException('no_pending_change', 'The subscription has no change scheduled for the end of its period.');
+      this.callerLimits.take(caller.id);
+      const released = await this.ask(() => this.provider.releaseSchedule(live.scheduleId!));
+      const asOf = nowSeconds();
+      await this.record(live, by, 'subscription.pending_change_released', end, (m) => this.applySchedule(m, released, asOf));
+    });
+  }
+
+  private async setCancel(caller: AuthUser, organisationId: string, by: AuditActor, cancel: boolean): Promise<SubscriptionResponse> {
+    await this.identity.requireMember(caller, organisationId);
+    return this.claims.during(organisationId, async (end) => {
+      const live = await this.requireLive(organisationId);
+      if (live.cancelAtPeriodEnd === cancel) {
+        throw new AppException('no_change', cancel ? 'The subscription already ends with its period.' : 'The subscription is not set to end with its period.');
+      }
+      this.callerLimits.take(caller.id);
+      const asOf = nowSeconds();
+      const done = (action: string, apply: Apply) => this.record(live, by, action, end, apply);
+      // The provider leaves a scheduled subscription's cancellation to its schedule: a cancellation replaces the
+      // change the schedule holds (a resumed subscription has none: the cancellation released it).
+      return this.afterRelease(live, asOf, done, async (applyRelease) => {
+        const answer = await this.ask(() => this.provider.setCancelAtPeriodEnd(live.id, cancel));
+        return done(cancel ? 'subscription.cancel_scheduled' : 'subscription.resumed', async (m) => {
+          await applyRelease(m);
+          await this.current.applyAnswer(m, organisationId, answer, asOf);
+        });
+      });
+    });
+  }
+
+  /**
+   * Releases the subscription's schedule first, when it has one, then runs `next` with the release to apply
+   * in its transaction. A release the provider made stays recorded (and audited) when `next` then fails.
+   */
+  private async afterRelease<T>(
+    live: LiveSubscription,
+    asOf: number,
+    done: (action: string, apply: Apply) => Promise<SubscriptionResponse>,
+    next: (applyRelease: Apply) => Promise<T>,
+  ): Promise<T> {
+    const scheduleId = live.scheduleId;
+    if (!scheduleId) return next(async () => undefined);
+    const released = await this.ask(() => this.provider.releaseSchedule(scheduleId));
+    const applyRelease: Apply = (m) => this.applySchedule(m, released, asOf);
+    try {
+      return await next(applyRelease);
+    } catch (err) {
+      await done('subscription.pending_change_released', applyRelease);
+      throw err;
+    }
+  }
+
+  /**
+   * The change a request asks for, from the organisation's live subscription: 404 without one; 400 for a tier,
+   * interval or seat count it cannot have, or the plan it has already; 409 for fewer seats than members.
+   * The request's own mistakes were answered before (checkRequest).
+   */
+  private async work(dto: PreviewChangeDto): Promise<Worked> {
+    const live = await this.requireLive(dto.organisation_id);
+    const tiers = this.config.tiers;
+    const currentTier = live.tier && Object.hasOwn(tiers, live.tier) ? live.tier : undefined;
+    if (!currentTier) throw new AppException('provider_error', 'The subscription\'s tier is not one of the tier table; change it at the provider.');
+    const interval = live.interval ?? this.catalog.pricesOf(currentTier)[0]?.interval ?? 'month';
+    const from = { tier: currentTier, interval, seats: live.seats ?? 1 };
+    const members = await this.identity.memberCount(dto.organisation_id);
+    const to = targetPlan(tiers, { ...from, perSeat: tiers[currentTier].perSeat }, dto, members);
+    const price = this.catalog.priceFor(to.tier, to.interval);
+    if (!price) throw new AppException('price_not_found', `The tier ${to.tier} has no ${to.interval}ly price.`);
+    if (samePlan(from, to)) throw new AppException('no_change', 'The subscription already has this plan.');
+    if (tiers[to.tier].perSeat && to.seats < members) {
+      throw new AppException('seats_below_members', `The organisation has ${members} members: it needs at least ${members} seats.`);
+    }
+    return { live, from, to, upgrade: isUpgrade(tiers, from, to), priceId: price.id };
+  }
+
+  private async requireLive(organisationId: string): Promise<LiveSubscription> {
+    const live = await this.subscriptions.liveOf(organisationId, this.db.manager);
+    if (!live) throw new AppException('no_subscription', 'The organisation has no live subscription.');
+    return live;
+  }
+
+  /** The subscription's item the change replaces: the provider's (our rows do not keep item ids). */
+  private async itemOf(subscriptionId: string): Promise<string> {
+    const sub = await this.provider.retrieveSubscription(subscriptionId);
+    const itemId = idOf(sub.items?.data?.[0]?.id);
+    if (!itemId) throw new AppException('provider_error', 'The subscription has no item at the payment provider.');
+    return itemId;
+  }
+
+  /** Calls the provider, turning its failures into this API's answers (changeFailure). */
+  private async ask<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (err) {
+      throw changeFailure(err);
+    }
+  }
+
+  /** A schedule the provider answered, applied to its subscription as its newest schedule state. */
+  private async applySchedule(m: EntityManager, schedule: Record<string, any>, asOf: number): Promise<void> {
+    const facts = scheduleFacts(schedule);
+    if (!facts.subscriptionId) return;
+    const next = facts.next;
+    const plan = next?.priceId ? this.catalog.planOfPrice(next.priceId) : undefined;
+    const pendingChange: PendingChange | null =
+      facts.attached && next ? { tier: plan?.tier ?? null, interval: plan?.interval ?? null, seats: next.quantity, effective_at: next.startsAt } : null;
+    await this.subscriptions.applySchedule(m, facts.subscriptionId, { scheduleId: facts.scheduleId, attached: facts.attached, pendingChange }, {
+      created: asOf,
+      rank: SCHEDULE_ANSWER_RANK,
+      force: true,
+    });
+  }
+
+  /**
+   * Applies a change the provider accepted (`apply`), under the subscription's lock (its webhook events'),
+   * audits it with the subscription before and after, and ends the claim (`end`), in one transaction; answers
+   * the subscription as it is now.
+   */
+  private async record(live: LiveSubscription, by: AuditActor, action: string, end: Apply, apply: Apply): Promise<SubscriptionResponse> {
+    const { organisationId } = live;
+    return transaction(this.db, async (m) => {
+      await this.current.lock(m, [live.customerId ?? undefined, live.id]);
+      const before = await this.view(m, organisationId);
+      await apply(m);
+      const after = await this.view(m, organisationId);
+      await this.audit.record(m, by, { action, organisationId, before: { subscription: before }, after: { subscription: after } });
+      await end(m);
+      return { subscription: after };
+    });
+  }
+
+  private async view(m: EntityManager, organisationId: string): Promise<SubscriptionView | null> {
+    const live = await this.subscriptions.liveOf(organisationId, m);
+    if (!live) return null;
+    return {
+      id: live.id,
+      tier: live.tier,
+      status: live.status,
+      interval: live.interval,
+      seats: live.seats,
+      current_period_end: live.periodEnd,
+      cancel_at_period_end: live.cancelAtPeriodEnd,
+      trial_end: live.trialEnd,
+      pending_change: live.pendingChange,
+    };
+  }
+}
+
+/** A schedule answered by the provider outranks the schedule events of its second (updated 1 < ended 2). */
+const SCHEDULE_ANSWER_RANK = 2;
