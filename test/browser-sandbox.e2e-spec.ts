@@ -59,12 +59,12 @@ describe('sandbox checkout in a browser', () => {
 
     const portal = await t.http().get('/api/billing/portal').set(owner.auth).query({ organisation_id: orgId }).expect(200);
     await page.goto(portal.body.url);
-    await page.getByLabel('New tier').selectOption('team');
-    await Promise.all([page.waitForURL(`${appUrl}/billing`), page.getByRole('button', { name: 'Switch tier' }).click()]);
+    await page.getByLabel('Plan', { exact: true }).selectOption('team');
+    await Promise.all([page.waitForURL(`${appUrl}/billing`), page.getByRole('button', { name: 'Change plan' }).click()]);
     expect(await license()).toMatchObject({ tier: 'team', is_active: true });
 
     await page.goto(portal.body.url);
-    await Promise.all([page.waitForURL(`${appUrl}/billing`), page.getByRole('button', { name: 'Cancel subscription' }).click()]);
+    await Promise.all([page.waitForURL(`${appUrl}/billing`), page.getByRole('button', { name: 'Cancel now' }).click()]);
     expect(await license()).toEqual({ tier: 'free', is_active: true, is_expired: false });
     await page.goto(portal.body.url);
     expect(await page.getByText('This customer has no active subscription.').count()).toBe(1);

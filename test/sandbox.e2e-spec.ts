@@ -137,7 +137,7 @@ describe('sandbox payment provider', () => {
     expect(ledger.map((e: { status: string }) => e.status)).toEqual(['processed', 'processed']);
   });
 
-  it('the portal switches the tier and cancels, through signed events', async () => {
+  it('the portal switches the tier (an upgrade: now, with a paid proration invoice) and cancels, through signed events', async () => {
     const { orgId, owner } = await ownerOfNewOrg();
     const s = await checkout(owner, { organisation_id: orgId, tier: 'pro' });
     await t.http().post(`${s.path}/pay`).type('form').send('').expect(303);
@@ -146,35 +146,42 @@ describe('sandbox payment provider', () => {
     expect(portal.body.url).toMatch(/^http:\/\/localhost:\d+\/sandbox\/portal\/bps_[A-Za-z0-9]{40}$/);
     const path = new URL(portal.body.url).pathname;
     const page = await t.http().get(path).expect(200);
-    const [, subId] = page.text.match(/<label for="tier-(sub_[A-Za-z0-9]+)">New tier<\/label>/) ?? [];
+    const [, subId] = page.text.match(/<label for="tier-(sub_[A-Za-z0-9]+)">Plan<\/label>/) ?? [];
     expect(subId).toBeDefined();
     expect(page.text).toContain(`<select id="tier-${subId}" name="tier"><option value="pro" selected>pro</option>`);
-    expect(page.text).toContain('<button type="submit" class="secondary">Cancel subscription</button>');
+    expect(page.text).toContain('<button type="submit" class="secondary">Cancel now</button>');
+    expect(page.text).not.toMatch(/<script/i);
+    const change = (form: Record<string, string>) => t.http().post(`${path}/subscriptions/${subId}/change`).type('form').send(form);
 
-    // A tier that cannot be bought changes nothing.
-    await t.http().post(`${path}/subscriptions/${subId}/tier`).type('form').send({ tier: 'free' }).expect(400);
+    // A tier that cannot be bought, or the plan it has, changes nothing.
+    await change({ tier: 'free' }).expect(400);
+    await change({ tier: 'pro', interval: 'month' }).expect(409);
+    await change({ tier: 'pro', interval: 'weekly' }).expect(400);
     expect(await status(owner, orgId)).toMatchObject({ tier: 'pro' });
 
-    const switched = await t.http().post(`${path}/subscriptions/${subId}/tier`).type('form').send({ tier: 'team' }).expect(303);
+    const switched = await change({ tier: 'team' }).expect(303);
     expect(switched.headers.location).toBe(`${APP}/billing`);
     expect(await status(owner, orgId)).toEqual({ tier: 'team', is_active: true, is_expired: false });
     // Two changes within one second still apply in order.
-    await t.http().post(`${path}/subscriptions/${subId}/tier`).type('form').send({ tier: 'enterprise' }).expect(303);
+    await change({ tier: 'enterprise' }).expect(303);
     expect(await status(owner, orgId)).toMatchObject({ tier: 'enterprise' });
 
-    await t.http().post(`${path}/subscriptions/${subId}/cancel`).type('form').send('').expect(303);
+    await t.http().post(`${path}/subscriptions/${subId}/cancel-now`).type('form').send('').expect(303);
     expect(await status(owner, orgId)).toEqual({ tier: 'free', is_active: true, is_expired: false });
     const types = await t.db.query(`SELECT type FROM sandbox_events WHERE source_id = $1 ORDER BY seq`, [path.split('/').pop()]);
     expect(types.map((e: { type: string }) => e.type)).toEqual([
       'customer.subscription.updated',
+      'invoice.paid',
       'customer.subscription.updated',
+      'invoice.paid',
       'customer.subscription.deleted',
     ]);
 
-    // Cancelling twice, or a subscription of another customer, does nothing.
-    const twice = await t.http().post(`${path}/subscriptions/${subId}/cancel`).type('form').send('').expect(409);
+    // Cancelling twice, a subscription of another customer, or an action the portal does not have, does nothing.
+    const twice = await t.http().post(`${path}/subscriptions/${subId}/cancel-now`).type('form').send('').expect(409);
     expect(twice.text).toContain('Nothing changed');
-    await t.http().post(`${path}/subscriptions/sub_someone_else/cancel`).type('form').send('').expect(409);
+    await t.http().post(`${path}/subscriptions/sub_someone_else/cancel-now`).type('form').send('').expect(409);
+    await t.http().post(`${path}/subscriptions/${subId}/explode`).type('form').send('').expect(404);
     expect((await t.http().get(path).expect(200)).text).toContain('This customer has no active subscription.');
   });
 

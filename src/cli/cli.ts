@@ -6,10 +6,17 @@ import { CliCommand, CliUsageError, parseArgv } from './cli-command';
 import { eventCommands } from './events.commands';
 import { identityCommands } from './identity.commands';
 import { notificationCommands } from './notifications.commands';
+import { sandboxCommands } from './sandbox.commands';
 import { webhookTriggerCommands } from './webhook-trigger.command';
 
 /** Every operator command. A module that adds commands exports a map like identityCommands. */
-export const COMMANDS: Record<string, CliCommand> = { ...identityCommands, ...eventCommands, ...notificationCommands, ...webhookTriggerCommands };
+export const COMMANDS: Record<string, CliCommand> = {
+  ...identityCommands,
+  ...eventCommands,
+  ...notificationCommands,
+  ...webhookTriggerCommands,
+  ...sandboxCommands,
+};
 
 export function usage(): string {
   return ['usage: npm run -s cli -- <command> [--flag value]…', ...Object.values(COMMANDS).map((c) => `  ${c.usage}`)].join('\n');

@@ -1,14 +1,16 @@
 import { EVENT_TYPES as TYPES } from '../billing/provider-event';
+import type { AppConfig } from '../config/app-config';
 import { isPaidTier, paidTiers } from '../config/tiers';
 import {
   addMonth,
   eventEnvelope,
   invoiceObject,
   nowSeconds,
+  periodLine,
   postSignedEvent,
   randomId,
-  sandboxPrice,
   subscriptionObject,
+  SubscriptionState,
 } from '../billing/sandbox/provider-events';
 import { CliCommand, CliUsageError, optionalFlag, requireFlag } from './cli-command';
 
@@ -30,33 +32,49 @@ export function triggerEvent(type: string, organisationId: string, tier: string)
   const key = organisationId.replace(/-/g, '').toLowerCase();
   const now = nowSeconds();
   const metadata = { organisation_id: organisationId, tier };
-  const sub = {
+  const plan = { tier, interval: 'month' as const, quantity: 1 };
+  const sub: SubscriptionState = {
     id: `sub_trigger_${key}`,
     customerId: `cus_trigger_${key}`,
     itemId: `si_trigger_${key}`,
-    tier,
+    ...plan,
     status: type === TYPES.subscriptionDeleted ? 'canceled' : 'active',
     metadata,
     created: now,
     periodStart: now,
     periodEnd: addMonth(now),
     canceledAt: type === TYPES.subscriptionDeleted ? now : null,
+    trialStart: null,
+    trialEnd: null,
+    cancelAtPeriodEnd: false,
+    defaultPaymentMethod: `pm_trigger_${key}`,
+    missingPaymentMethod: 'create_invoice',
+    scheduleId: null,
   };
   if (type !== TYPES.invoicePaymentSucceeded && type !== TYPES.invoicePaid) return eventEnvelope(type, subscriptionObject(sub), now);
+  const line = periodLine(plan, sub.periodStart, sub.periodEnd);
   const invoice = invoiceObject({
     id: randomId('in_trigger_'),
     customerId: sub.customerId,
     subscriptionId: sub.id,
     subscriptionMetadata: metadata,
     itemId: sub.itemId,
-    tier,
-    amountPaid: sandboxPrice(tier),
+    billingReason: 'subscription_create',
+    lines: [line],
+    amountPaid: line.amount,
     periodStart: sub.periodStart,
     periodEnd: sub.periodEnd,
     paidAt: now,
     hostedInvoiceUrl: null,
   });
   return eventEnvelope(type, invoice, now);
+}
+
+/** Where a running service takes webhooks: `--url`, else its own endpoint on this machine at PORT. */
+export function webhookUrlFlag(value: string | undefined, config: AppConfig): string {
+  const url = value ?? `http://127.0.0.1:${config.port}/api/webhooks/payprovider`;
+  if (!/^https?:\/\/[^\s]+$/.test(url) || !URL.canParse(url)) throw new CliUsageError('--url must be an http(s) URL');
+  return url;
 }
 
 /** webhook:trigger: sends a signed event to a running service, like the provider's own CLI. */
@@ -73,8 +91,7 @@ export const webhookTriggerCommands: Record<string, CliCommand> = {
       if (!isPaidTier(config.tiers, tier)) {
         throw new CliUsageError(`--tier must be a paid tier: ${paidTiers(config.tiers).join(', ')}`);
       }
-      const url = optionalFlag(flags, 'url') ?? `http://127.0.0.1:${config.port}/api/webhooks/payprovider`;
-      if (!/^https?:\/\/[^\s]+$/.test(url) || !URL.canParse(url)) throw new CliUsageError('--url must be an http(s) URL');
+      const url = webhookUrlFlag(optionalFlag(flags, 'url'), config);
 
       const event = triggerEvent(type, org, tier);
       let res;

@@ -38,27 +38,52 @@ export function nowSeconds(): number {
 
 /** One calendar month later, as the provider bills monthly: 31 January → 28 (or 29) February. */
 export function addMonth(unixSeconds: number): number {
+  return addMonths(unixSeconds, 1);
+}
+
+/** One billing interval later (a year is twelve calendar months: 29 February → 28 February). */
+export function addInterval(unixSeconds: number, interval: SandboxInterval): number {
+  return addMonths(unixSeconds, interval === 'year' ? 12 : 1);
+}
+
+function addMonths(unixSeconds: number, months: number): number {
   const d = new Date(unixSeconds * 1000);
-  const lastDay = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 2, 0)).getUTCDate();
+  const lastDay = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + months + 1, 0)).getUTCDate();
   d.setUTCDate(Math.min(d.getUTCDate(), lastDay));
-  d.setUTCMonth(d.getUTCMonth() + 1);
+  d.setUTCMonth(d.getUTCMonth() + months);
   return Math.floor(d.getTime() / 1000);
 }
 
-export interface SubscriptionState {
+export type SandboxInterval = 'month' | 'year';
+export const SANDBOX_INTERVALS: readonly SandboxInterval[] = ['month', 'year'];
+
+/** What a subscription's single item sells: a tier's price of one interval, times a quantity (seats). */
+export interface SandboxPlan {
+  tier: string;
+  interval: SandboxInterval;
+  quantity: number;
+}
+
+export interface SubscriptionState extends SandboxPlan {
   id: string;
   customerId: string;
   itemId: string;
-  tier: string;
   status: string;
   metadata: Record<string, string>;
   created: number;
   periodStart: number;
   periodEnd: number;
   canceledAt: number | null;
+  trialStart: number | null;
+  trialEnd: number | null;
+  cancelAtPeriodEnd: boolean;
+  /** `pm_…` once a card was given (paying at checkout); null for a trial started without one. */
+  defaultPaymentMethod: string | null;
+  /** What a trial that ends without a payment method does (the checkout's `trial_settings`). */
+  missingPaymentMethod: 'cancel' | 'create_invoice';
+  /** The subscription schedule holding a change for the period's end (`sub_sched_…`). */
+  scheduleId: string | null;
 }
-
-export type SandboxInterval = 'month' | 'year';
 
 /**
  * The sandbox's prices of a paid tier: monthly `price_sandbox_<tier>` and yearly `price_sandbox_<tier>_yearly`
@@ -68,17 +93,25 @@ export function sandboxPriceIds(tier: string): string[] {
   return [`price_sandbox_${tier}`, `price_sandbox_${tier}_yearly`];
 }
 
+export function sandboxPriceId(tier: string, interval: SandboxInterval): string {
+  return sandboxPriceIds(tier)[interval === 'year' ? 1 : 0];
+}
+
 /** The tier and interval of a sandbox price id, or undefined for an id that is not one. */
 export function parseSandboxPriceId(id: string): { tier: string; interval: SandboxInterval } | undefined {
   const match = /^price_sandbox_([a-z][a-z0-9-]*?)(_yearly)?$/.exec(id);
   return match ? { tier: match[1], interval: match[2] ? 'year' : 'month' } : undefined;
 }
 
+/** Per unit (per seat), in minor units. */
+export function unitAmount(tier: string, interval: SandboxInterval): number {
+  return sandboxPrice(tier) * (interval === 'year' ? 10 : 1);
+}
+
 export function priceObject(tier: string, interval: SandboxInterval = 'month') {
-  const [monthlyId, yearlyId] = sandboxPriceIds(tier);
-  const amount = sandboxPrice(tier) * (interval === 'year' ? 10 : 1);
+  const amount = unitAmount(tier, interval);
   return {
-    id: interval === 'year' ? yearlyId : monthlyId,
+    id: sandboxPriceId(tier, interval),
     object: 'price',
     active: true,
     billing_scheme: 'per_unit',
@@ -88,24 +121,32 @@ export function priceObject(tier: string, interval: SandboxInterval = 'month') {
     metadata: { tier },
     nickname: `Sandbox ${tier}${interval === 'year' ? ' yearly' : ''}`,
     product: `prod_sandbox_${tier}`,
-    recurring: { interval, interval_count: 1, meter: null, usage_type: 'licensed' },
+    recurring: { interval, interval_count: 1, meter: null, trial_period_days: null, usage_type: 'licensed' },
+    tax_behavior: 'unspecified',
     type: 'recurring',
     unit_amount: amount,
     unit_amount_decimal: String(amount),
   };
 }
 
+/** "3 × team (yearly)": how invoice lines and the pages name a plan. */
+export function planLabel(plan: SandboxPlan): string {
+  return `${plan.quantity} × ${plan.tier} (${plan.interval === 'year' ? 'yearly' : 'monthly'})`;
+}
+
 export function subscriptionObject(s: SubscriptionState) {
   return {
     id: s.id,
     object: 'subscription',
-    cancel_at: null,
-    cancel_at_period_end: false,
+    billing_cycle_anchor: s.periodStart,
+    cancel_at: s.cancelAtPeriodEnd ? s.periodEnd : null,
+    cancel_at_period_end: s.cancelAtPeriodEnd,
     canceled_at: s.canceledAt,
     collection_method: 'charge_automatically',
     created: s.created,
     currency: SANDBOX_CURRENCY,
     customer: s.customerId,
+    default_payment_method: s.defaultPaymentMethod,
     ended_at: s.status === 'canceled' ? s.canceledAt : null,
     items: {
       object: 'list',
@@ -117,8 +158,8 @@ export function subscriptionObject(s: SubscriptionState) {
           current_period_start: s.periodStart,
           current_period_end: s.periodEnd,
           metadata: {},
-          price: priceObject(s.tier),
-          quantity: 1,
+          price: priceObject(s.tier, s.interval),
+          quantity: s.quantity,
           subscription: s.id,
         },
       ],
@@ -127,9 +168,78 @@ export function subscriptionObject(s: SubscriptionState) {
     },
     livemode: false,
     metadata: s.metadata,
+    schedule: s.scheduleId,
     start_date: s.created,
     status: s.status,
+    test_clock: null,
+    trial_end: s.trialEnd,
+    trial_settings: { end_behavior: { missing_payment_method: s.missingPaymentMethod } },
+    trial_start: s.trialStart,
   };
+}
+
+/** A subscription schedule (`sub_sched_…`) as the sandbox makes them: the current phase, then the change. */
+export interface ScheduleState {
+  id: string;
+  subscriptionId: string;
+  customerId: string;
+  created: number;
+  current: SandboxPlan;
+  next: SandboxPlan;
+  /** The current phase's start and the change's moment (the current period's end). */
+  phaseStart: number;
+  changeAt: number;
+  /** The change's phase lasts one period of its interval; then the schedule releases the subscription. */
+  status: 'active' | 'released' | 'canceled';
+  releasedAt: number | null;
+}
+
+/** `withNext` false: as just made from the subscription, before its phases were given (its one phase, the current one). */
+export function scheduleObject(s: ScheduleState, withNext = true) {
+  const phase = (plan: SandboxPlan, start: number, end: number) => ({
+    add_invoice_items: [],
+    billing_cycle_anchor: null,
+    collection_method: null,
+    currency: SANDBOX_CURRENCY,
+    default_payment_method: null,
+    discounts: [],
+    end_date: end,
+    items: [{ discounts: [], metadata: {}, plan: sandboxPriceId(plan.tier, plan.interval), price: sandboxPriceId(plan.tier, plan.interval), quantity: plan.quantity, tax_rates: [] }],
+    metadata: {},
+    proration_behavior: 'create_prorations',
+    start_date: start,
+    trial_end: null,
+  });
+  const live = s.status === 'active';
+  return {
+    id: s.id,
+    object: 'subscription_schedule',
+    canceled_at: s.status === 'canceled' ? s.releasedAt : null,
+    completed_at: null,
+    created: s.created,
+    current_phase: live ? { start_date: s.phaseStart, end_date: s.changeAt } : null,
+    customer: s.customerId,
+    end_behavior: 'release',
+    livemode: false,
+    metadata: {},
+    phases: withNext
+      ? [phase(s.current, s.phaseStart, s.changeAt), phase(s.next, s.changeAt, addInterval(s.changeAt, s.next.interval))]
+      : [phase(s.current, s.phaseStart, s.changeAt)],
+    released_at: s.status === 'released' ? s.releasedAt : null,
+    released_subscription: s.status === 'released' ? s.subscriptionId : null,
+    status: s.status,
+    subscription: live ? s.subscriptionId : null,
+    test_clock: null,
+  };
+}
+
+/** One line of a sandbox invoice, in minor units (a credit for unused time is negative). */
+export interface InvoiceLine extends SandboxPlan {
+  description: string;
+  amount: number;
+  periodStart: number;
+  periodEnd: number;
+  proration: boolean;
 }
 
 export interface InvoiceState {
@@ -138,12 +248,26 @@ export interface InvoiceState {
   subscriptionId: string;
   subscriptionMetadata: Record<string, string>;
   itemId: string;
-  tier: string;
+  /** subscription_create, subscription_cycle (a renewal), subscription_update (a prorated change). */
+  billingReason: string;
+  lines: InvoiceLine[];
   amountPaid: number;
   periodStart: number;
   periodEnd: number;
   paidAt: number;
   hostedInvoiceUrl: string | null;
+}
+
+/** The full price of one period of `plan`, as the invoice line of a checkout or a renewal. */
+export function periodLine(plan: SandboxPlan, periodStart: number, periodEnd: number): InvoiceLine {
+  return {
+    ...plan,
+    description: planLabel(plan),
+    amount: unitAmount(plan.tier, plan.interval) * plan.quantity,
+    periodStart,
+    periodEnd,
+    proration: false,
+  };
 }
 
 export function invoiceObject(i: InvoiceState) {
@@ -153,7 +277,7 @@ export function invoiceObject(i: InvoiceState) {
     amount_due: i.amountPaid,
     amount_paid: i.amountPaid,
     amount_remaining: 0,
-    billing_reason: 'subscription_create',
+    billing_reason: i.billingReason,
     collection_method: 'charge_automatically',
     created: i.paidAt,
     currency: SANDBOX_CURRENCY,
@@ -161,25 +285,7 @@ export function invoiceObject(i: InvoiceState) {
     hosted_invoice_url: i.hostedInvoiceUrl,
     lines: {
       object: 'list',
-      data: [
-        {
-          id: `il_${i.id.slice(3)}`,
-          object: 'line_item',
-          amount: i.amountPaid,
-          currency: SANDBOX_CURRENCY,
-          description: `1 × Sandbox ${i.tier} (monthly)`,
-          invoice: i.id,
-          livemode: false,
-          metadata: {},
-          parent: {
-            type: 'subscription_item_details',
-            subscription_item_details: { invoice_item: null, proration: false, subscription: i.subscriptionId, subscription_item: i.itemId },
-          },
-          period: { start: i.periodStart, end: i.periodEnd },
-          pricing: { type: 'price_details', price_details: { price: `price_sandbox_${i.tier}`, product: `prod_sandbox_${i.tier}` } },
-          quantity: 1,
-        },
-      ],
+      data: i.lines.map((line, n) => lineObject(line, `il_${i.id.slice(3)}${n || ''}`, i)),
       has_more: false,
       url: `/v1/invoices/${i.id}/lines`,
     },
@@ -194,8 +300,32 @@ export function invoiceObject(i: InvoiceState) {
     period_start: i.periodStart,
     status: 'paid',
     status_transitions: { finalized_at: i.paidAt, marked_uncollectible_at: null, paid_at: i.paidAt, voided_at: null },
-    subtotal: i.amountPaid,
-    total: i.amountPaid,
+    subtotal: i.lines.reduce((sum, line) => sum + line.amount, 0),
+    total: i.lines.reduce((sum, line) => sum + line.amount, 0),
+  };
+}
+
+export function lineObject(line: InvoiceLine, id: string, i: { id: string | null; subscriptionId: string; itemId: string }) {
+  return {
+    id,
+    object: 'line_item',
+    amount: line.amount,
+    currency: SANDBOX_CURRENCY,
+    description: line.description,
+    invoice: i.id,
+    livemode: false,
+    metadata: {},
+    parent: {
+      type: 'subscription_item_details',
+      subscription_item_details: { invoice_item: null, proration: line.proration, subscription: i.subscriptionId, subscription_item: i.itemId },
+    },
+    period: { start: line.periodStart, end: line.periodEnd },
+    pricing: {
+      type: 'price_details',
+      price_details: { price: sandboxPriceId(line.tier, line.interval), product: `prod_sandbox_${line.tier}` },
+      unit_amount_decimal: String(unitAmount(line.tier, line.interval)),
+    },
+    quantity: line.quantity,
   };
 }
 

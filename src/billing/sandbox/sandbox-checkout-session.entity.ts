@@ -1,9 +1,10 @@
 import { Check, Column, Entity, PrimaryColumn } from 'typeorm';
+import type { SandboxInterval } from './provider-events';
 
 /** A sandbox checkout session (`cs_…`), served by the sandbox's own checkout page. Unix-second timestamps. */
 @Entity('sandbox_checkout_sessions')
 @Check('sandbox_checkout_sessions_status_check', `status IN ('open', 'complete', 'expired')`)
-@Check('sandbox_checkout_sessions_payment_status_check', `payment_status IN ('unpaid', 'paid')`)
+@Check('sandbox_checkout_sessions_payment_status_check', `payment_status IN ('unpaid', 'paid', 'no_payment_required')`)
 export class SandboxCheckoutSession {
   @PrimaryColumn('text', { primaryKeyConstraintName: 'sandbox_checkout_sessions_pkey' })
   id: string;
@@ -11,7 +12,22 @@ export class SandboxCheckoutSession {
   @Column('text')
   tier: string;
 
-  /** Integer minor units. */
+  /** The price's interval and the line item's quantity, as the checkout asked; the page may change both before paying. */
+  @Column('text', { default: 'month' })
+  interval: SandboxInterval;
+
+  @Column('integer', { default: 1 })
+  quantity: number;
+
+  /** `subscription_data[trial_period_days]`; 0: no trial. */
+  @Column('integer', { name: 'trial_days', default: 0 })
+  trialDays: number;
+
+  /** `if_required`: a trial may start without a card (and is then canceled at its end); else `always`. */
+  @Column('text', { name: 'payment_method_collection', default: 'always' })
+  paymentMethodCollection: 'always' | 'if_required';
+
+  /** Integer minor units: what paying charges today (0 for a trial). */
   @Column('bigint', { name: 'amount_total' })
   amountTotal: number;
 
@@ -40,7 +56,7 @@ export class SandboxCheckoutSession {
   status: 'open' | 'complete' | 'expired';
 
   @Column('text', { name: 'payment_status', default: 'unpaid' })
-  paymentStatus: 'unpaid' | 'paid';
+  paymentStatus: 'unpaid' | 'paid' | 'no_payment_required';
 
   @Column('bigint')
   created: number;

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 import { postSignedEvent } from './provider-events';
+import { PendingEvent } from './sandbox.repository';
 import { SandboxStore } from './sandbox.store';
 import { SandboxUrls } from './sandbox-urls';
 
@@ -20,24 +21,45 @@ export class SandboxDelivery {
     private readonly config: AppConfig,
   ) {}
 
-  /** In order; stops at the first failure so that a retry resumes where it stopped. */
-  async deliverPending(sourceId: string): Promise<DeliveryOutcome> {
+  /** Deliveries under way per source, so that one source's events go out one at a time, in order. */
+  private readonly running = new Map<string, Promise<unknown>>();
+
+  /**
+   * Delivers in the background what a change made through the port left pending (the provider's events follow its
+   * answer); one source at a time. A failure stays pending for the next delivery of that source (or sync).
+   */
+  deliverLater(sourceId: string): void {
+    const next = (this.running.get(sourceId) ?? Promise.resolve())
+      .then(() => this.deliverPending(sourceId))
+      .catch((err) => this.logger.warn(`events of ${sourceId} not delivered: ${(err as Error).message}`))
+      .finally(() => {
+        if (this.running.get(sourceId) === next) this.running.delete(sourceId);
+      });
+    this.running.set(sourceId, next);
+  }
+
+  /**
+   * In order, to our own webhook endpoint (or `url`: the CLI's `--url`); stops at the first failure so that a
+   * retry resumes where it stopped.
+   */
+  async deliverPending(sourceId: string, url = this.urls.webhook(), delivered?: (event: PendingEvent) => void): Promise<DeliveryOutcome> {
     for (const event of await this.store.pendingEvents(sourceId)) {
-      const error = await this.deliver(JSON.stringify(event.payload));
+      const error = await this.deliver(url, JSON.stringify(event.payload));
       if (error) {
         this.logger.warn(`event ${event.id} (${event.payload.type}) not delivered: ${error}`);
         await this.store.markFailed(event.seq, error);
         return { ok: false, error };
       }
       await this.store.markDelivered(event.seq);
+      delivered?.(event);
     }
     return { ok: true };
   }
 
   /** Returns why the delivery failed, or undefined when the endpoint acknowledged it (2xx). */
-  private async deliver(body: string): Promise<string | undefined> {
+  private async deliver(url: string, body: string): Promise<string | undefined> {
     try {
-      const res = await postSignedEvent(this.urls.webhook(), body, this.config.webhookSecrets[0]);
+      const res = await postSignedEvent(url, body, this.config.webhookSecrets[0]);
       if (res.status >= 200 && res.status < 300) return undefined;
       return `the webhook endpoint answered ${res.status}: ${res.body.slice(0, 300)}`;
     } catch (err) {

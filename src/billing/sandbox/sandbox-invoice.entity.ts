@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { InvoiceLine } from './provider-events';
 
 /** A paid sandbox invoice (`in_…`). Unix-second timestamps; amounts in integer minor units. */
 @Entity('sandbox_invoices')
@@ -14,6 +15,14 @@ export class SandboxInvoice {
 
   @Column('text')
   tier: string;
+
+  /** subscription_create, subscription_cycle (a renewal) or subscription_update (a prorated change). */
+  @Column('text', { name: 'billing_reason', default: 'subscription_create' })
+  billingReason: string;
+
+  /** What it charges, line by line (a credit for unused time is negative); `amountPaid` is their sum, at least 0. */
+  @Column('jsonb')
+  lines: InvoiceLine[];
 
   @Column('bigint', { name: 'amount_paid' })
   amountPaid: number;

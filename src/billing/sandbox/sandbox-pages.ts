@@ -1,7 +1,6 @@
+import { planLabel, SandboxInterval, SandboxPlan, unitAmount } from './provider-events';
 import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
 import { SandboxInvoice } from './sandbox-invoice.entity';
-import { SandboxPortalSession } from './sandbox-portal-session.entity';
-import { PortalSubscription } from './sandbox.repository';
 
 /**
  * The sandbox's server-rendered pages (and billing's return pages, which share the look): tiny, no scripts,
@@ -20,7 +19,7 @@ export function money(amount: number, currency: string): string {
   }
 }
 
-function day(unixSeconds: number): string {
+export function day(unixSeconds: number): string {
   return new Date(unixSeconds * 1000).toISOString().slice(0, 10);
 }
 
@@ -35,12 +34,15 @@ main{max-width:32rem;margin:2rem auto;padding:1.5rem;background:#fff;border:1px 
 h1{font-size:1.5rem;margin-top:0}h2{font-size:1.15rem}
 dl{display:grid;grid-template-columns:auto minmax(0,1fr);gap:.25rem 1rem}dt{font-weight:600}dd{margin:0}
 button{font:inherit;padding:.5rem 1.1rem;border-radius:6px;border:1px solid #1a4fd6;background:#1a4fd6;color:#fff;cursor:pointer}
-button.secondary{background:#fff;color:#a11a1a;border-color:#a11a1a}
-select{font:inherit;padding:.35rem}
+button.secondary{background:#fff;color:#a11a1a;border-color:#a11a1a}button.plain{background:#fff;color:#1a4fd6}
+select,input{font:inherit;padding:.35rem;max-width:100%;box-sizing:border-box}input[type=number]{width:6rem}
+fieldset{border:1px solid #d0d5dc;border-radius:6px;margin:1rem 0;padding:.5rem 1rem}label{margin-right:.5rem}
+.note{color:#4b5563;font-size:.9rem}
 a{color:#1a4fd6}
-a:focus-visible,button:focus-visible,select:focus-visible{outline:3px solid #f5a300;outline-offset:2px}
+a:focus-visible,button:focus-visible,select:focus-visible,input:focus-visible{outline:3px solid #f5a300;outline-offset:2px}
 form{margin:1rem 0}.actions{display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
-.error{border-left:4px solid #a11a1a;padding-left:1rem}`;
+.error{border-left:4px solid #a11a1a;padding-left:1rem}
+table{width:100%;border-collapse:collapse}caption{text-align:left;font-weight:600}td{border-top:1px solid #d0d5dc;padding:.35rem 0;vertical-align:top}td+td{text-align:right;padding-left:1rem;white-space:nowrap}`;
 
 /** A whole page: the shared style, a viewport for phones, `note` as a banner above the content. */
 export function htmlPage(title: string, body: string, note?: string): string {
@@ -58,8 +60,19 @@ export function layout(title: string, body: string): string {
   return htmlPage(`${title} · Sandbox payments`, body, 'Sandbox — no real payment');
 }
 
-export function checkoutPage(s: SandboxCheckoutSession): string {
-  const price = money(s.amountTotal, s.currency);
+/** "€29.00 per month" / "€290.00 per seat per year": a price as the pages show it. */
+export function priceText(tier: string, interval: SandboxInterval, perSeat: boolean): string {
+  return `${money(unitAmount(tier, interval), 'eur')} per ${perSeat ? 'seat per ' : ''}${interval}`;
+}
+
+/** What one period of `plan` costs, in words: "€297.00 per month (3 seats)". */
+export function planTotal(plan: SandboxPlan, perSeat: boolean): string {
+  const total = money(unitAmount(plan.tier, plan.interval) * plan.quantity, 'eur');
+  return `${total} per ${plan.interval}${perSeat ? ` (${plan.quantity} seat${plan.quantity === 1 ? '' : 's'})` : ''}`;
+}
+
+/** The checkout page for the plan chosen so far (`choice`): pay (or start the trial), or change interval and seats. */
+export function checkoutPage(s: SandboxCheckoutSession, choice: SandboxPlan, tier: { perSeat: boolean; maxSeats: number }): string {
   if (s.status === 'complete') {
     return layout(
       'Already paid',
@@ -68,19 +81,43 @@ export function checkoutPage(s: SandboxCheckoutSession): string {
 <form method="post" action="/sandbox/checkout/${esc(s.id)}/pay"><button type="submit">Continue</button></form>`,
     );
   }
+  const action = `/sandbox/checkout/${esc(s.id)}`;
+  const total = planTotal(choice, tier.perSeat);
+  const trialEnd = day(Math.floor(Date.now() / 1000) + s.trialDays * 86_400);
+  const chosen = `<input type="hidden" name="interval" value="${esc(choice.interval)}"><input type="hidden" name="seats" value="${esc(choice.quantity)}">`;
+  const pay = s.trialDays > 0 ? 'Add card and start trial' : `Pay ${money(unitAmount(choice.tier, choice.interval) * choice.quantity, 'eur')}`;
+  const noCard =
+    s.trialDays > 0 && s.paymentMethodCollection === 'if_required'
+      ? `<form method="post" action="${action}/start-trial">${chosen}
+<button type="submit" class="plain">Start trial without a card</button>
+<p class="note">Without a card the subscription is canceled when the trial ends.</p>
+</form>`
+      : '';
+  const intervals = (['month', 'year'] as const)
+    .map((i) => `<label><input type="radio" name="interval" value="${i}"${i === choice.interval ? ' checked' : ''}> ${esc(priceText(s.tier, i, tier.perSeat))}</label>`)
+    .join('\n');
+  const seats = tier.perSeat
+    ? `<p><label for="seats">Seats</label><input id="seats" name="seats" type="number" min="1" max="${tier.maxSeats}" value="${esc(choice.quantity)}" required></p>`
+    : '';
   return layout(
     `Subscribe to ${s.tier}`,
     `<h1>Subscribe to ${esc(s.tier)}</h1>
 <dl>
-<dt>Plan</dt><dd>${esc(s.tier)}</dd>
-<dt>Price</dt><dd>${esc(price)} per month</dd>
-<dt>Session</dt><dd><code>${esc(s.id)}</code></dd>
+<dt>Plan</dt><dd>${esc(planLabel(choice))}</dd>
+<dt>Price</dt><dd>${esc(total)}</dd>
+${s.trialDays > 0 ? `<dt>Trial</dt><dd>${esc(s.trialDays)} days free, until ${esc(trialEnd)}; then ${esc(total)}</dd>\n` : ''}<dt>Session</dt><dd><code>${esc(s.id)}</code></dd>
 </dl>
-<p>Paying here completes the checkout and sends the signed <code>customer.subscription.created</code> and
+<p>${s.trialDays > 0 ? 'Starting the trial' : 'Paying here'} completes the checkout and sends the signed <code>customer.subscription.created</code> and
 <code>invoice.payment_succeeded</code> events to this service's webhook endpoint.</p>
-<form method="post" action="/sandbox/checkout/${esc(s.id)}/pay" class="actions">
-<button type="submit">Pay ${esc(price)}</button>
+<form method="post" action="${action}/pay" class="actions">${chosen}
+<button type="submit">${esc(pay)}</button>
 <a href="${esc(s.cancelUrl)}">Cancel and return</a>
+</form>
+${noCard}<form method="get" action="${action}">
+<fieldset><legend>Billing interval</legend>
+${intervals}
+</fieldset>
+${seats}<button type="submit" class="plain">Update total</button>
 </form>`,
   );
 }
@@ -96,35 +133,10 @@ export function deliveryFailedPage(retryAction: string, error: string): string {
   );
 }
 
-export function portalPage(portal: SandboxPortalSession, subs: PortalSubscription[], paidTiers: string[]): string {
-  const base = `/sandbox/portal/${esc(portal.id)}/subscriptions`;
-  const sections = subs.map((sub) => {
-    const field = `tier-${esc(sub.id)}`;
-    const options = paidTiers
-      .map((t) => `<option value="${esc(t)}"${t === sub.tier ? ' selected' : ''}>${esc(t)}</option>`)
-      .join('');
-    return `<section aria-labelledby="h-${esc(sub.id)}">
-<h2 id="h-${esc(sub.id)}">${esc(sub.tier)} plan (${esc(sub.status)})</h2>
-<p>Renews on ${esc(day(sub.currentPeriodEnd))}. Subscription <code>${esc(sub.id)}</code>.</p>
-<form method="post" action="${base}/${esc(sub.id)}/tier" class="actions">
-<label for="${field}">New tier</label>
-<select id="${field}" name="tier">${options}</select>
-<button type="submit">Switch tier</button>
-</form>
-<form method="post" action="${base}/${esc(sub.id)}/cancel">
-<button type="submit" class="secondary">Cancel subscription</button>
-</form>
-</section>`;
-  });
-  return layout(
-    'Manage subscription',
-    `<h1>Manage your subscription</h1>
-${sections.length ? sections.join('\n') : '<p>This customer has no active subscription.</p>'}
-<p><a href="${esc(portal.returnUrl)}">Return without changes</a></p>`,
-  );
-}
-
 export function invoicePage(i: SandboxInvoice): string {
+  const lines = i.lines
+    .map((line) => `<tr><td>${esc(line.description)}<br><span class="note">${esc(day(line.periodStart))} to ${esc(day(line.periodEnd))}</span></td><td>${esc(money(line.amount, i.currency))}</td></tr>`)
+    .join('\n');
   return layout(
     `Invoice ${i.id}`,
     `<h1>Invoice ${esc(i.id)}</h1>
@@ -134,7 +146,10 @@ export function invoicePage(i: SandboxInvoice): string {
 <dt>Amount</dt><dd>${esc(money(i.amountPaid, i.currency))}</dd>
 <dt>Period</dt><dd>${esc(day(i.periodStart))} to ${esc(day(i.periodEnd))}</dd>
 <dt>Paid on</dt><dd>${esc(day(i.paidAt))}</dd>
-</dl>`,
+</dl>
+<table><caption>Lines</caption>
+${lines}
+</table>`,
   );
 }
 

@@ -15,7 +15,9 @@ import {
   ProviderPage,
 } from '../payment-provider.port';
 import { ProviderEvent } from '../provider-event';
-import { nowSeconds, parseSandboxPriceId, priceObject, sandboxPriceIds } from './provider-events';
+import { nowSeconds, parseSandboxPriceId, priceObject, SANDBOX_CURRENCY, SandboxPlan, sandboxPriceIds, scheduleObject } from './provider-events';
+import { SandboxDelivery } from './sandbox-delivery';
+import { SandboxSubscriptions } from './sandbox-subscriptions';
 import { SandboxStore } from './sandbox.store';
 import { SandboxUrls } from './sandbox-urls';
 
@@ -30,6 +32,8 @@ export class SandboxPaymentProvider extends PaymentProvider {
 
   constructor(
     private readonly store: SandboxStore,
+    private readonly subscriptions: SandboxSubscriptions,
+    private readonly delivery: SandboxDelivery,
     private readonly urls: SandboxUrls,
     private readonly config: AppConfig,
   ) {
@@ -84,6 +88,10 @@ export class SandboxPaymentProvider extends PaymentProvider {
       }
       const s = await this.store.createCheckout({
         tier: input.tier,
+        interval: (input.priceId && parseSandboxPriceId(input.priceId)?.interval) || 'month',
+        quantity: 1,
+        trialDays: 0,
+        paymentMethodCollection: 'always',
         metadata: { organisation_id: input.organisationId, tier: input.tier },
         clientReferenceId: input.organisationId,
         customerId: input.customerId,
@@ -130,26 +138,79 @@ export class SandboxPaymentProvider extends PaymentProvider {
     return this.call('subscriptions.list', async () => page(await this.store.listSubscriptions(query.startingAfter, PROVIDER_PAGE_SIZE + 1)));
   }
 
-  // --- Subscription changes (spec §11.4). PLACEHOLDERS until the sandbox helper lands its own versions, with
-  // proration by the second (spec §11.6): each refuses, so a change in sandbox mode answers an error.
-  previewItemChange(_subscriptionId: string, _change: ItemChange & { when: 'now' | 'period_end' }): Promise<InvoicePreview> {
-    return this.call('invoices.create_preview', () => notYet('invoice previews'));
+  // Subscription changes (spec §11.4), with the sandbox's own money (sandbox-billing.ts). Their events are
+  // delivered after the answer, as the provider's are; the service applies the answer itself.
+  previewItemChange(subscriptionId: string, change: ItemChange & { when: 'now' | 'period_end' }): Promise<InvoicePreview> {
+    return this.call('invoices.create_preview', async () => {
+      const plan = await this.planOf(subscriptionId, change);
+      const preview = await this.subscriptions.preview(subscriptionId, plan, { atPeriodEnd: change.when === 'period_end', prorationDate: change.prorationDate });
+      return {
+        amountDue: preview.amountDue,
+        currency: SANDBOX_CURRENCY,
+        lines: preview.lines.map((l) => ({ description: l.description, amount: l.amount, periodStart: l.periodStart, periodEnd: l.periodEnd })),
+      };
+    });
   }
 
-  changeItemNow(_subscriptionId: string, _change: ItemChange): Promise<Record<string, any>> {
-    return this.call('subscriptions.update', () => notYet('subscription changes'));
+  changeItemNow(subscriptionId: string, change: ItemChange): Promise<Record<string, any>> {
+    return this.call('subscriptions.update', async () => {
+      const plan = await this.planOf(subscriptionId, change);
+      return this.delivered(subscriptionId, this.subscriptions.changeNow(subscriptionId, subscriptionId, plan, { prorationDate: change.prorationDate }));
+    });
   }
 
-  scheduleItemChange(_subscriptionId: string, _change: { scheduleId: string | null; next: PlanItem }): Promise<Record<string, any>> {
-    return this.call('subscription_schedules.update', () => notYet('subscription schedules'));
+  scheduleItemChange(subscriptionId: string, change: { scheduleId: string | null; next: PlanItem }): Promise<Record<string, any>> {
+    return this.call('subscription_schedules.update', async () => {
+      const current = await this.subscriptions.find(subscriptionId);
+      if (current && (current.object.schedule ?? null) !== change.scheduleId) {
+        throw new PaymentProviderError('rejected', `The subscription's schedule is ${current.object.schedule ?? 'none'}, not ${change.scheduleId ?? 'none'}.`, 'schedule');
+      }
+      const schedule = await this.subscriptions.schedule(subscriptionId, subscriptionId, this.planOfItem(change.next));
+      this.delivery.deliverLater(subscriptionId);
+      return scheduleObject(schedule);
+    });
   }
 
-  releaseSchedule(_scheduleId: string): Promise<Record<string, any>> {
-    return this.call('subscription_schedules.release', () => notYet('subscription schedules'));
+  releaseSchedule(scheduleId: string): Promise<Record<string, any>> {
+    return this.call('subscription_schedules.release', async () => {
+      // Its events go with the subscription's others, in one order.
+      const subscriptionId = (await this.store.findSchedule(scheduleId))?.subscriptionId ?? scheduleId;
+      const schedule = await this.subscriptions.releaseSchedule(subscriptionId, scheduleId);
+      this.delivery.deliverLater(subscriptionId);
+      return scheduleObject(schedule);
+    });
   }
 
-  setCancelAtPeriodEnd(_subscriptionId: string, _cancel: boolean): Promise<Record<string, any>> {
-    return this.call('subscriptions.update', () => notYet('cancel_at_period_end'));
+  setCancelAtPeriodEnd(subscriptionId: string, cancel: boolean): Promise<Record<string, any>> {
+    return this.call('subscriptions.update', () =>
+      this.delivered(subscriptionId, this.subscriptions.setCancelAtPeriodEnd(subscriptionId, subscriptionId, cancel)),
+    );
+  }
+
+  /** The subscription after a change, once its events are stored; they are delivered in the background. */
+  private async delivered(sourceId: string, change: Promise<{ subscription: Record<string, any> }>): Promise<Record<string, any>> {
+    const { subscription } = await change;
+    this.delivery.deliverLater(sourceId);
+    return subscription;
+  }
+
+  /** The plan an item change asks for; the item must be the subscription's (the provider's 400 otherwise). */
+  private async planOf(subscriptionId: string, change: ItemChange): Promise<SandboxPlan> {
+    const current = await this.subscriptions.find(subscriptionId);
+    if (!current) throw new PaymentProviderError('not_found', `No such subscription: '${subscriptionId}'`, 'subscription');
+    if (current.object.items.data[0].id !== change.itemId) {
+      throw new PaymentProviderError('rejected', `No such subscription item: '${change.itemId}'`, 'items[0][id]');
+    }
+    return this.planOfItem(change.item);
+  }
+
+  private planOfItem(item: PlanItem): SandboxPlan {
+    const price = parseSandboxPriceId(item.price);
+    if (!price || !isPaidTier(this.config.tiers, price.tier)) throw new PaymentProviderError('rejected', `No such price: '${item.price}'`, 'items[0][price]');
+    if (!Number.isSafeInteger(item.quantity) || item.quantity < 1) {
+      throw new PaymentProviderError('rejected', 'Invalid positive integer', 'items[0][quantity]');
+    }
+    return { ...price, quantity: item.quantity };
   }
 
   /** Times the call like the real adapter does; a database failure here is the provider being unavailable. */
@@ -166,11 +227,6 @@ export class SandboxPaymentProvider extends PaymentProvider {
       providerCalls.observe({ operation, outcome }, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
-}
-
-/** PLACEHOLDER (see above): what the sandbox cannot do yet. */
-function notYet(what: string): Promise<never> {
-  return Promise.reject(new PaymentProviderError('rejected', `the sandbox does not support ${what} yet`));
 }
 
 /** A page from one row more than a page: the extra row only says that there are more. */

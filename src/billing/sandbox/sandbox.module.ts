@@ -5,6 +5,7 @@ import { SandboxDelivery } from './sandbox-delivery';
 import { SandboxPaymentProvider } from './sandbox-payment-provider';
 import { SandboxRepository } from './sandbox.repository';
 import { SandboxStore } from './sandbox.store';
+import { SandboxSubscriptions } from './sandbox-subscriptions';
 import { SandboxUrls } from './sandbox-urls';
 
 /**
@@ -13,8 +14,8 @@ import { SandboxUrls } from './sandbox-urls';
  */
 @Module({
   controllers: [SandboxController],
-  providers: [SandboxRepository, SandboxStore, SandboxUrls, SandboxDelivery, SandboxPaymentProvider],
-  exports: [SandboxPaymentProvider],
+  providers: [SandboxRepository, SandboxStore, SandboxSubscriptions, SandboxUrls, SandboxDelivery, SandboxPaymentProvider],
+  exports: [SandboxPaymentProvider, SandboxSubscriptions, SandboxStore, SandboxDelivery],
 })
 export class SandboxModule implements OnApplicationBootstrap {
   constructor(private readonly config: AppConfig) {}

@@ -7,10 +7,8 @@ import { SandboxCustomer } from './sandbox-customer.entity';
 import { SandboxEvent } from './sandbox-event.entity';
 import { SandboxInvoice } from './sandbox-invoice.entity';
 import { SandboxPortalSession } from './sandbox-portal-session.entity';
+import { SandboxSchedule } from './sandbox-schedule.entity';
 import { SandboxSubscription } from './sandbox-subscription.entity';
-
-/** A live subscription as the portal page lists it. */
-export type PortalSubscription = Pick<SandboxSubscription, 'id' | 'tier' | 'status' | 'currentPeriodEnd'>;
 
 /** An event not yet delivered to the webhook endpoint. */
 export interface PendingEvent {
@@ -42,9 +40,13 @@ export class SandboxRepository {
     return m.getRepository(SandboxCheckoutSession).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
   }
 
-  async markCheckoutPaid(m: EntityManager, id: string, paid: { customerId: string; subscriptionId: string }): Promise<SandboxCheckoutSession> {
+  async markCheckoutPaid(
+    m: EntityManager,
+    id: string,
+    paid: Pick<SandboxCheckoutSession, 'customerId' | 'subscriptionId' | 'interval' | 'quantity' | 'amountTotal' | 'paymentStatus'>,
+  ): Promise<SandboxCheckoutSession> {
     const checkouts = m.getRepository(SandboxCheckoutSession);
-    await checkouts.update({ id }, { status: 'complete', paymentStatus: 'paid', ...paid });
+    await checkouts.update({ id }, { status: 'complete', ...paid });
     return checkouts.findOneByOrFail({ id });
   }
 
@@ -82,29 +84,45 @@ export class SandboxRepository {
     return this.db.getRepository(SandboxSubscription).findOneBy({ id });
   }
 
-  /** The customer's subscription unless canceled, locked for the rest of the transaction `m`. */
-  lockLiveSubscription(m: EntityManager, id: string, customerId: string): Promise<SandboxSubscription | null> {
-    return m.getRepository(SandboxSubscription).findOne({
-      where: { id, customerId, status: Not('canceled') },
-      lock: { mode: 'pessimistic_write' },
-    });
+  /** The subscription (of `customerId` when given), locked for the rest of the transaction `m`. */
+  lockSubscription(m: EntityManager, id: string, customerId?: string): Promise<SandboxSubscription | null> {
+    return m.getRepository(SandboxSubscription).findOne({ where: { id, customerId }, lock: { mode: 'pessimistic_write' } });
   }
 
-  async updateSubscription(
-    m: EntityManager,
-    id: string,
-    change: Pick<SandboxSubscription, 'tier' | 'status' | 'canceledAt' | 'lastEventCreated'>,
-  ): Promise<void> {
-    await m.getRepository(SandboxSubscription).update({ id }, change);
+  async saveSubscription(m: EntityManager, row: SandboxSubscription): Promise<void> {
+    await m.getRepository(SandboxSubscription).update({ id: row.id }, row);
   }
 
   /** The customer's subscriptions not canceled, oldest first. */
-  liveSubscriptions(customerId: string): Promise<PortalSubscription[]> {
+  liveSubscriptions(customerId: string): Promise<SandboxSubscription[]> {
     return this.db.getRepository(SandboxSubscription).find({
-      select: { id: true, tier: true, status: true, currentPeriodEnd: true },
       where: { customerId, status: Not('canceled') },
       order: { created: 'ASC', id: 'ASC' },
     });
+  }
+
+  /** The organisation's subscription (its checkouts' metadata names it): the newest live one, else the newest. */
+  async subscriptionOf(organisationId: string): Promise<SandboxSubscription | null> {
+    return this.db
+      .getRepository(SandboxSubscription)
+      .createQueryBuilder('s')
+      .where(`s.metadata ->> 'organisation_id' = :organisationId`, { organisationId })
+      .orderBy(`CASE WHEN s.status = 'canceled' THEN 1 ELSE 0 END`, 'ASC')
+      .addOrderBy('s.created', 'DESC')
+      .addOrderBy('s.id', 'DESC')
+      .getOne();
+  }
+
+  async insertSchedule(m: EntityManager, schedule: SandboxSchedule): Promise<void> {
+    await m.getRepository(SandboxSchedule).insert(schedule);
+  }
+
+  findSchedule(id: string, m: EntityManager = this.db.manager): Promise<SandboxSchedule | null> {
+    return m.getRepository(SandboxSchedule).findOneBy({ id });
+  }
+
+  async updateSchedule(m: EntityManager, id: string, change: Partial<Pick<SandboxSchedule, 'status' | 'releasedAt' | 'next'>>): Promise<void> {
+    await m.getRepository(SandboxSchedule).update({ id }, change);
   }
 
   async insertInvoice(m: EntityManager, invoice: SandboxInvoice): Promise<void> {

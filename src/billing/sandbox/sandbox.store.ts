@@ -4,24 +4,30 @@ import { DataSource } from 'typeorm';
 import { transaction } from '../../database/transaction';
 import { EVENT_TYPES, ProviderEvent } from '../provider-event';
 import {
-  SANDBOX_CURRENCY,
-  SubscriptionState,
-  addMonth,
+  addInterval,
   eventEnvelope,
   invoiceObject,
   nowSeconds,
+  periodLine,
+  planLabel,
   randomId,
-  sandboxPrice,
+  SANDBOX_CURRENCY,
+  SandboxPlan,
   subscriptionObject,
+  SubscriptionState,
+  unitAmount,
 } from './provider-events';
 import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
 import { SandboxInvoice } from './sandbox-invoice.entity';
 import { SandboxPortalSession } from './sandbox-portal-session.entity';
 import { SandboxSubscription } from './sandbox-subscription.entity';
-import { PendingEvent, PortalSubscription, SandboxRepository } from './sandbox.repository';
+import { SandboxSchedule } from './sandbox-schedule.entity';
+import { fromState, toState, TRIAL_WILL_END, TRIAL_WILL_END_S } from './sandbox-subscriptions';
+import { PendingEvent, SandboxRepository } from './sandbox.repository';
 
 const CHECKOUT_TTL_S = 24 * 3600;
 const PORTAL_TTL_S = 3600;
+const DAY_S = 86_400;
 
 /**
  * The sandbox provider's state changes, each with the events it causes, stored in its transaction
@@ -34,8 +40,9 @@ export class SandboxStore {
     private readonly sandbox: SandboxRepository,
   ) {}
 
-  async createCheckout(input: {
-    tier: string;
+  async createCheckout(input: SandboxPlan & {
+    trialDays: number;
+    paymentMethodCollection: 'always' | 'if_required';
     metadata: Record<string, string>;
     clientReferenceId: string;
     customerId?: string;
@@ -45,14 +52,10 @@ export class SandboxStore {
     const created = nowSeconds();
     return this.sandbox.insertCheckout({
       id: randomId('cs_test_', 58),
-      tier: input.tier,
-      amountTotal: sandboxPrice(input.tier),
+      ...input,
+      amountTotal: firstCharge(input),
       currency: SANDBOX_CURRENCY,
-      metadata: input.metadata,
-      clientReferenceId: input.clientReferenceId,
       customerId: input.customerId ?? null,
-      successUrl: input.successUrl,
-      cancelUrl: input.cancelUrl,
       created,
       expiresAt: created + CHECKOUT_TTL_S,
     });
@@ -67,52 +70,77 @@ export class SandboxStore {
   }
 
   /**
-   * Pays an open session: customer, subscription, invoice and their two events, in one transaction.
-   * Paying a session that is already complete changes nothing (the caller re-delivers what is pending).
+   * Pays an open session for the plan chosen on its page (a trial: adds the card, or with `card: false` starts
+   * it without one when the session allows): customer, subscription, first invoice and their events, in one
+   * transaction. Paying a session that is already complete changes nothing (the caller re-delivers what is
+   * pending).
    */
-  async completeCheckout(id: string, invoiceUrl: (invoiceId: string) => string): Promise<SandboxCheckoutSession | 'expired' | undefined> {
+  async completeCheckout(
+    id: string,
+    choice: Pick<SandboxPlan, 'interval' | 'quantity'> & { card: boolean },
+    invoiceUrl: (invoiceId: string) => string,
+  ): Promise<SandboxCheckoutSession | 'expired' | 'card_required' | undefined> {
     return transaction(this.db, async (m) => {
       const session = await this.sandbox.lockCheckout(m, id);
       if (!session || session.status === 'complete') return session ?? undefined;
       const now = nowSeconds();
       if (session.status === 'expired' || session.expiresAt <= now) return 'expired';
+      const trial = session.trialDays > 0;
+      if (!choice.card && !(trial && session.paymentMethodCollection === 'if_required')) return 'card_required';
 
       const customerId = session.customerId ?? randomId('cus_', 14);
       await this.sandbox.ensureCustomer(m, { id: customerId, created: now });
+      const plan: SandboxPlan = { tier: session.tier, interval: choice.interval, quantity: choice.quantity };
+      const periodEnd = trial ? now + session.trialDays * DAY_S : addInterval(now, plan.interval);
       const sub: SubscriptionState = {
         id: randomId('sub_'),
         customerId,
         itemId: randomId('si_', 14),
-        tier: session.tier,
-        status: 'active',
+        ...plan,
+        status: trial ? 'trialing' : 'active',
         metadata: session.metadata,
         created: now,
         periodStart: now,
-        periodEnd: addMonth(now),
+        periodEnd,
         canceledAt: null,
+        trialStart: trial ? now : null,
+        trialEnd: trial ? periodEnd : null,
+        cancelAtPeriodEnd: false,
+        defaultPaymentMethod: choice.card ? randomId('pm_') : null,
+        missingPaymentMethod: session.paymentMethodCollection === 'if_required' ? 'cancel' : 'create_invoice',
+        scheduleId: null,
       };
+      const line = trial
+        ? { ...periodLine(plan, now, periodEnd), description: `Trial period for ${planLabel(plan)}`, amount: 0 }
+        : periodLine(plan, now, periodEnd);
+      const events = [eventEnvelope(EVENT_TYPES.subscriptionCreated, subscriptionObject(sub), now)];
+      // A trial of three days or less is announced at once, as the provider does.
+      if (trial && session.trialDays * DAY_S <= TRIAL_WILL_END_S) events.push(eventEnvelope(TRIAL_WILL_END, subscriptionObject(sub), now));
       await this.sandbox.insertSubscription(m, fromState(sub, now));
       const invoice: SandboxInvoice = {
         id: randomId('in_'),
         customerId,
         subscriptionId: sub.id,
         tier: sub.tier,
-        amountPaid: session.amountTotal,
+        billingReason: 'subscription_create',
+        lines: [line],
+        amountPaid: line.amount,
         currency: session.currency,
         periodStart: sub.periodStart,
         periodEnd: sub.periodEnd,
         paidAt: now,
       };
       await this.sandbox.insertInvoice(m, invoice);
-      const invoiceEvent = invoiceObject({
-        ...invoice,
-        subscriptionMetadata: sub.metadata,
-        itemId: sub.itemId,
-        hostedInvoiceUrl: invoiceUrl(invoice.id),
+      const invoiceEvent = invoiceObject({ ...invoice, subscriptionMetadata: sub.metadata, itemId: sub.itemId, hostedInvoiceUrl: invoiceUrl(invoice.id) });
+      events.push(eventEnvelope(EVENT_TYPES.invoicePaymentSucceeded, invoiceEvent, now));
+      for (const event of events) await this.sandbox.addEvent(m, id, event);
+      return this.sandbox.markCheckoutPaid(m, id, {
+        customerId,
+        subscriptionId: sub.id,
+        ...plan,
+        amountTotal: line.amount,
+        paymentStatus: trial ? 'no_payment_required' : 'paid',
       });
-      await this.sandbox.addEvent(m, id, eventEnvelope(EVENT_TYPES.subscriptionCreated, subscriptionObject(sub), now));
-      await this.sandbox.addEvent(m, id, eventEnvelope(EVENT_TYPES.invoicePaymentSucceeded, invoiceEvent, now));
-      return this.sandbox.markCheckoutPaid(m, id, { customerId, subscriptionId: sub.id });
     });
   }
 
@@ -134,38 +162,17 @@ export class SandboxStore {
     return (await this.sandbox.findPortal(id)) ?? undefined;
   }
 
-  activeSubscriptions(customerId: string): Promise<PortalSubscription[]> {
+  liveSubscriptions(customerId: string): Promise<SandboxSubscription[]> {
     return this.sandbox.liveSubscriptions(customerId);
   }
 
-  /**
-   * Switches the tier (`customer.subscription.updated`) or cancels (`.deleted`) one of the portal customer's
-   * live subscriptions. Returns false when the subscription is not the customer's or is already canceled.
-   */
-  async changeSubscription(portal: SandboxPortalSession, subscriptionId: string, change: { tier: string } | 'cancel'): Promise<boolean> {
-    return transaction(this.db, async (m) => {
-      const row = await this.sandbox.lockLiveSubscription(m, subscriptionId, portal.customerId);
-      if (!row) return false;
-      // Strictly increasing per subscription, so two changes within one second still apply in order.
-      const created = Math.max(nowSeconds(), row.lastEventCreated + 1);
-      const before = toState(row);
-      const after: SubscriptionState =
-        change === 'cancel' ? { ...before, status: 'canceled', canceledAt: created } : { ...before, tier: change.tier };
-      await this.sandbox.updateSubscription(m, subscriptionId, {
-        tier: after.tier,
-        status: after.status,
-        canceledAt: after.canceledAt,
-        lastEventCreated: created,
-      });
-      const event =
-        change === 'cancel'
-          ? eventEnvelope(EVENT_TYPES.subscriptionDeleted, subscriptionObject(after), created)
-          : eventEnvelope(EVENT_TYPES.subscriptionUpdated, subscriptionObject(after), created, {
-              items: subscriptionObject(before).items,
-            });
-      await this.sandbox.addEvent(m, portal.id, event);
-      return true;
-    });
+  /** The organisation's subscription (the newest live one, else the newest), for the test clock. */
+  async subscriptionOf(organisationId: string): Promise<SandboxSubscription | undefined> {
+    return (await this.sandbox.subscriptionOf(organisationId)) ?? undefined;
+  }
+
+  async findSchedule(id: string): Promise<SandboxSchedule | undefined> {
+    return (await this.sandbox.findSchedule(id)) ?? undefined;
   }
 
   /** The subscription as the provider's API would return it now. */
@@ -201,22 +208,7 @@ export class SandboxStore {
   }
 }
 
-function toState(row: SandboxSubscription): SubscriptionState {
-  return {
-    id: row.id,
-    customerId: row.customerId,
-    itemId: row.itemId,
-    tier: row.tier,
-    status: row.status,
-    metadata: row.metadata,
-    created: row.created,
-    periodStart: row.currentPeriodStart,
-    periodEnd: row.currentPeriodEnd,
-    canceledAt: row.canceledAt,
-  };
-}
-
-function fromState(s: SubscriptionState, lastEventCreated: number): SandboxSubscription {
-  const { periodStart: currentPeriodStart, periodEnd: currentPeriodEnd, ...same } = s;
-  return { ...same, currentPeriodStart, currentPeriodEnd, lastEventCreated };
+/** What paying the session charges today: nothing for a trial, else a period of the plan. */
+function firstCharge(s: SandboxPlan & { trialDays: number }): number {
+  return s.trialDays > 0 ? 0 : unitAmount(s.tier, s.interval) * s.quantity;
 }
