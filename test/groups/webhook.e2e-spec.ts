@@ -12,3 +12,4 @@ import '../provider-truth.e2e-spec';
 import '../webhook-cli.e2e-spec';
 import '../sandbox.e2e-spec';
 import '../sandbox-cli.e2e-spec';
+import '../sandbox-clock.e2e-spec';

@@ -86,7 +86,7 @@ export class SandboxRepository {
 
   /** The subscription (of `customerId` when given), locked for the rest of the transaction `m`. */
   lockSubscription(m: EntityManager, id: string, customerId?: string): Promise<SandboxSubscription | null> {
-    return m.getRepository(SandboxSubscription).findOne({ where: { id, customerId }, lock: { mode: 'pessimistic_write' } });
+    return m.getRepository(SandboxSubscription).findOne({ where: customerId ? { id, customerId } : { id }, lock: { mode: 'pessimistic_write' } });
   }
 
   async saveSubscription(m: EntityManager, row: SandboxSubscription): Promise<void> {
