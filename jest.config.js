@@ -8,12 +8,14 @@ module.exports = {
   // group. test/spec-groups.spec.ts fails on an e2e spec that no group imports.
   testMatch: ['<rootDir>/test/**/*.e2e-spec.ts', '**/*.spec.ts'],
   filter: '<rootDir>/test/support/spec-groups.js',
+  testSequencer: '<rootDir>/test/support/test-sequencer.js',
   transform: { '^.+\\.(t|j|mj)s$': ['@swc/jest'] },
   // NestJS 12 and jose 6 ship ES modules, which Jest on Node 20 cannot require: compile them to CommonJS too.
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|jose)/)'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30000,
-  // Test files are I/O-bound (each has its own database); two workers keep a 2-core machine busy.
-  maxWorkers: 2,
+  // Test files are I/O-bound (each has its own database, and the long-running group mostly waits): three
+  // workers keep a 2-core machine busy.
+  maxWorkers: 3,
 };

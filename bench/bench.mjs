@@ -244,6 +244,12 @@ async function seed(url) {
        FROM unnest($1::uuid[]) id`,
       [orgIds],
     );
+    // A custom deal on every fifth organisation (the entitlements read lists it; every read computes overrides).
+    await client.query(
+      `INSERT INTO entitlement_overrides (organisation_id, name, value, note)
+       SELECT id, 'projects', '2000', 'bench deal' FROM unnest($1::uuid[]) WITH ORDINALITY AS o(id, n) WHERE n % 5 = 0`,
+      [orgIds],
+    );
     await client.query(
       `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, now() + interval '1 day')`,
       [createHash('sha256').update(token).digest(), user.id],
@@ -449,6 +455,22 @@ function scenarios(base, { token, orgIds, webhookOrgs }) {
       },
     },
     {
+      name: 'GET /api/licensing/entitlements',
+      opts: {
+        url: base,
+        requests: [
+          {
+            setupRequest: (req) => ({
+              ...req,
+              method: 'GET',
+              path: `/api/licensing/entitlements?organisation_id=${orgIds[usageSeq++ % orgIds.length]}`,
+              headers: auth,
+            }),
+          },
+        ],
+      },
+    },
+    {
       name: WEBHOOKS_SPREAD,
       opts: webhookScenario(base, webhookEvents(webhookOrgs.slice(0, WEBHOOK_ORGS))),
     },
@@ -512,6 +534,8 @@ const run = (opts, duration) => autocannon({ connections: CONNECTIONS, duration,
 // requests). `p99OfBaseline`: the p99 at most that many times the baseline's p99.
 const TARGETS = [
   { endpoint: 'GET /api/licensing/status', ratio: 0.9, p99OfBaseline: 1.2 },
+  // Issue #28: the entitlements read, one round trip like the status read.
+  { endpoint: 'GET /api/licensing/entitlements', ratio: 0.9, p99OfBaseline: 1.2 },
   { endpoint: WEBHOOKS_SPREAD, ratio: 0.5, non2xx: 0 },
   { endpoint: WEBHOOKS_HOT, p99Under: 1000, non2xx: 0 },
   { endpoint: 'POST /api/licensing/usage', ratio: 0.7 },

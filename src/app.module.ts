@@ -4,6 +4,7 @@ import { ErrorFilter } from './common/error.filter';
 import { AppConfig } from './config/app-config';
 import { AuditModule } from './audit/audit.module';
 import { BillingModule } from './billing/billing.module';
+import { ConsoleModule } from './console/console.module';
 import { SubscriptionModule } from './billing/subscription.module';
 import { AppConfigModule } from './config/app-config.module';
 import { DatabaseModule } from './database/database.module';
@@ -33,6 +34,7 @@ export class AppModule {
         SubscriptionModule,
         NotificationsModule,
         OpsModule,
+        ConsoleModule,
       ],
       providers: [
         { provide: APP_FILTER, useClass: ErrorFilter },

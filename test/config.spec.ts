@@ -20,6 +20,8 @@ describe('loadConfig', () => {
     expect(config.sessionTtlS).toBe(2_592_000);
     expect(config.serviceApiKeys).toEqual([]);
     expect(config.gracePeriodDays).toBe(7);
+    expect(config.providerMeters).toEqual({});
+    expect(config.meterFlushS).toBe(60);
     expect(Object.keys(config.tiers)).toEqual(['free', 'pro', 'team', 'enterprise']);
   });
 
@@ -69,6 +71,9 @@ describe('loadConfig', () => {
       PAYPROVIDER_TIMEOUT_MS: '500',
       PAYPROVIDER_MAX_RPS: '20',
       PAYPROVIDER_USER_MAX_PER_MINUTE: '5',
+      PAYPROVIDER_METER_AI_TOKENS: 'ai_tokens_used',
+      PAYPROVIDER_METER_PROJECTS: 'projects_created',
+      METER_FLUSH_S: '30',
       APP_URL: 'https://app.example.com',
       PUBLIC_URL: 'https://billing.example.com',
       SESSION_TTL_S: '3600',
@@ -110,6 +115,8 @@ describe('loadConfig', () => {
         providerMaxRps: 20,
         providerUserMaxPerMinute: 5,
         providerPrices: {},
+        providerMeters: { ai_tokens: 'ai_tokens_used', projects: 'projects_created' },
+        meterFlushS: 30,
         appUrl: new URL('https://app.example.com'),
         publicUrl: new URL('https://billing.example.com'),
         tiers: DEFAULT_TIERS,
@@ -138,6 +145,11 @@ describe('loadConfig', () => {
     ['SESSION_TTL_S', '1.5'],
     ['GRACE_PERIOD_DAYS', 'seven'],
     ['TIERS_FILE', '/does/not/exist.json'],
+    ['METER_FLUSH_S', '0'],
+    ['PAYPROVIDER_METER_AI_TOKENS', 'x'.repeat(101)],
+    ['PAYPROVIDER_METER_AI_TOKENS', 'ai tokens'],
+    ['PAYPROVIDER_METER_USERS', 'users'],
+    ['PAYPROVIDER_METER_TOKENS', 'ai_tokens'],
   ])('stops on a bad %s with a message naming it', (name, value) => {
     expect(() => loadConfig({ ...base(), [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ ...base(), [name]: value })).toThrow(name);

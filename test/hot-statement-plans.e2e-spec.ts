@@ -91,6 +91,7 @@ describe('hot statements use index paths', () => {
 
   it.each([
     ['the status read', 'status'],
+    ['the entitlements read, for a session and a service key', 'entitlements'],
     ['the session lookup (GET /api/me)', 'me'],
     ['a usage write, without and with an idempotency key', 'usage'],
     ['the webhook: ledger claim and effects of subscription and invoice events', 'webhook'],
@@ -100,6 +101,10 @@ describe('hot statements use index paths', () => {
     const sub = subscriptionObject({ organisationId: org, tier: 'pro' });
     const paths: Record<string, () => Promise<unknown>> = {
       status: () => t.http().get(`/api/licensing/status?organisation_id=${org}`).set(user.auth).expect(200),
+      entitlements: async () => {
+        await t.http().get(`/api/licensing/entitlements?organisation_id=${org}`).set(user.auth).expect(200);
+        await t.http().get(`/api/licensing/entitlements?organisation_id=${org}`).set('X-Service-Key', KEY).expect(200);
+      },
       me: () => t.http().get('/api/me').set(user.auth).expect(200),
       usage: async () => {
         const report = (body: object) => t.http().post('/api/licensing/usage').set('X-Service-Key', KEY).send(body).expect(200);

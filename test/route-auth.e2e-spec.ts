@@ -76,15 +76,18 @@ const EXPECTED_SECURITY: Record<RouteAuth['kind'], string[]> = {
   sessionOrServiceKey: ['session', 'session_cookie', 'service_key'],
   metricsToken: ['metrics_token'],
   webhookSignature: [],
+  consoleSession: [],
 };
 
 /** How the guard (or, for the webhook, its signature guard) refuses a request that carries no credential. */
-const REFUSAL: Record<Exclude<RouteAuth['kind'], 'public'>, { status: number; code: string }> = {
+const REFUSAL: Record<Exclude<RouteAuth['kind'], 'public'>, { status: number; code?: string }> = {
   session: { status: 401, code: 'unauthenticated' },
   serviceKey: { status: 401, code: 'service_key_required' },
   sessionOrServiceKey: { status: 401, code: 'unauthenticated' },
   metricsToken: { status: 401, code: 'metrics_token_required' },
   webhookSignature: { status: 400, code: 'signature_missing' },
+  // An HTML page: the sign-in page instead, by a redirect (no error body).
+  consoleSession: { status: 303 },
 };
 
 describe('who may call each route', () => {

@@ -3,7 +3,8 @@ import { PlanPrice } from './price-catalog';
 
 export class PlanPriceDto implements PlanPrice {
   @ApiProperty({ example: 'price_1PgafmB7WZ01zgkW6dKueIc5', description: 'The provider price id' }) id: string;
-  @ApiProperty({ example: 'month', description: 'As the provider says it: day, week, month or year' }) interval: string;
+  @ApiProperty({ enum: ['day', 'week', 'month', 'year'], example: 'month', description: "The price's recurring interval, as the provider says it" })
+  interval: string;
   @ApiProperty({ example: 1 }) interval_count: number;
   @ApiProperty({ example: 2900, description: 'Integer minor units; per seat for a per-seat tier' }) unit_amount: number;
   @ApiProperty({ example: 'EUR', description: 'ISO currency code, upper case' }) currency: string;

@@ -3,6 +3,7 @@ import { AppConfig, loadConfig } from '../config/app-config';
 import { withMachineWebhookSecret } from '../config/webhook-secret';
 import { openDatabase, reach } from '../database/embedded-postgres';
 import { CliCommand, CliUsageError, parseArgv } from './cli-command';
+import { consoleCommands } from './console.commands';
 import { eventCommands } from './events.commands';
 import { identityCommands } from './identity.commands';
 import { notificationCommands } from './notifications.commands';
@@ -16,6 +17,7 @@ export const COMMANDS: Record<string, CliCommand> = {
   ...notificationCommands,
   ...webhookTriggerCommands,
   ...sandboxCommands,
+  ...consoleCommands,
 };
 
 export function usage(): string {

@@ -19,6 +19,8 @@ export const ERROR_CODES = {
   tier_not_for_sale: [400, 'The tier has no provider price configured (PAYPROVIDER_PRICE_<TIER>).'],
   invalid_return_url: [400, 'A return URL is not an absolute URL under APP_URL.'],
   invalid_cursor: [400, 'starting_after names no entry of the list: not an invoice id of this history, or (GET /api/me) not an organisation of the caller\'s.'],
+  unknown_entitlement: [400, 'The name is not a feature (the check) or not a feature or metric (overrides) of the tier table.'],
+  invalid_override_value: [400, "An override's value is not of its name's kind: a boolean for a feature, an integer >= 0 for a metric."],
   negative_amount: [400, 'ai_tokens usage can only grow.'],
   no_change: [400, 'The change names the plan the subscription already has (the same tier, interval and seats).'],
   price_not_found: [400, 'The tier has no price with that interval (PAYPROVIDER_PRICE_<TIER>, as the provider confirmed it).'],

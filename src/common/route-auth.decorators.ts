@@ -28,9 +28,10 @@ export type RouteAuth =
   | { kind: 'session'; verifiedBy: 'guard'; orgRole?: readonly OrgRole[] }
   | { kind: 'session'; verifiedBy: 'query' }
   | { kind: 'serviceKey' }
-  | { kind: 'sessionOrServiceKey' }
+  | { kind: 'sessionOrServiceKey'; verifiedBy?: 'query' }
   | { kind: 'metricsToken' }
-  | { kind: 'webhookSignature' };
+  | { kind: 'webhookSignature' }
+  | { kind: 'consoleSession' };
 
 export const ROUTE_AUTH = 'routeAuth';
 
@@ -87,10 +88,12 @@ export const ServiceKey = () => applyDecorators(declare({ kind: 'serviceKey' }),
 
 /**
  * `X-Service-Key` when the request carries that header (then the key alone decides, even beside a valid
- * session, and there is no `@CurrentUser()`), else a session as for `@Session()`.
+ * session, and there is no `@CurrentUser()`), else a session as for `@Session()`. With `verifiedBy: 'query'`
+ * the session is left to the route's statement as for `@Session({ verifiedBy: 'query' })`, and the caller,
+ * a service key's name included, is `@QueryVerifiedCaller()`.
  */
-export const SessionOrServiceKey = () =>
-  applyDecorators(declare({ kind: 'sessionOrServiceKey' }), sessionSchemes(), ApiSecurity(SECURITY.serviceKey));
+export const SessionOrServiceKey = (options: { verifiedBy?: 'query' } = {}) =>
+  applyDecorators(declare({ kind: 'sessionOrServiceKey', ...options }), sessionSchemes(), ApiSecurity(SECURITY.serviceKey));
 
 /**
  * A metrics scraper: `Authorization: Bearer <METRICS_TOKEN>` when METRICS_TOKEN is set (else 401
@@ -108,15 +111,26 @@ export const WebhookSignature = (guard: Type<CanActivate>) =>
   applyDecorators(declare({ kind: 'webhookSignature' }), UseGuards(guard));
 
 /**
+ * An operator of the console (spec §14): the cookie `console_session` alone, checked by `guard` (the console's,
+ * which also checks the CSRF token of a POST); without one the answer is the sign-in page. No API credential
+ * is accepted here, and no API route accepts a console session. HTML pages: left out of the API document.
+ */
+export const ConsoleSession = (guard: Type<CanActivate>) => applyDecorators(declare({ kind: 'consoleSession' }), UseGuards(guard));
+
+/**
  * Who calls a `@Session({ verifiedBy: 'query' })` route, as the guard hands it on: the SHA-256 of a session
  * token, still to be verified by the route's statement; or the id of a user the guard has already verified
  * (a JWT), whose membership the route still checks.
  */
-export type QueryCaller = { sessionTokenHash: Buffer; userId?: never } | { userId: string; sessionTokenHash?: never };
+export type QueryCaller =
+  | { sessionTokenHash: Buffer; userId?: never; serviceKey?: never }
+  | { userId: string; sessionTokenHash?: never; serviceKey?: never }
+  /** `@SessionOrServiceKey({ verifiedBy: 'query' })` called with a service key: its name. */
+  | { serviceKey: string; sessionTokenHash?: never; userId?: never };
 
-/** On a `@Session({ verifiedBy: 'query' })` route: the QueryCaller. */
+/** On a `@Session({ verifiedBy: 'query' })` or `@SessionOrServiceKey({ verifiedBy: 'query' })` route: the QueryCaller. */
 export const QueryVerifiedCaller = createParamDecorator((_: unknown, ctx: ExecutionContext): QueryCaller => {
   const caller = ctx.switchToHttp().getRequest<{ queryCaller?: QueryCaller }>().queryCaller;
-  if (!caller) throw new Error("@QueryVerifiedCaller() needs @Session({ verifiedBy: 'query' }) on the route");
+  if (!caller) throw new Error("@QueryVerifiedCaller() needs verifiedBy: 'query' on the route's @Session() or @SessionOrServiceKey()");
   return caller;
 });

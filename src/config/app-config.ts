@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { parseSigningKeys, SigningKey } from './entitlement-keys';
 import { list } from './env-rules';
 import { EnvDto } from './env.dto';
-import { DEFAULT_TIERS, TierTable, loadTiersFile } from './tiers';
+import { DEFAULT_TIERS, METERED_METRICS, MeteredMetric, TierTable, loadTiersFile } from './tiers';
 
 /**
  * The validated configuration, typed. It is also the DI token: inject `AppConfig` anywhere (the one way to
@@ -60,6 +60,10 @@ export class AppConfig {
   readonly providerUserMaxPerMinute: number;
   /** Tier name → its provider price ids, from PAYPROVIDER_PRICE_<TIER> (comma-separated; the first is sold). */
   readonly providerPrices: Record<string, string[]>;
+  /** Metric → the provider's meter event name its accepted usage is reported under (PAYPROVIDER_METER_<METRIC>, spec §13). */
+  readonly providerMeters: Partial<Record<MeteredMetric, string>>;
+  /** METER_FLUSH_S: the length of a meter window, in seconds. */
+  readonly meterFlushS: number;
   readonly appUrl: URL;
   /** Where a person's browser reaches this service (the sandbox's pages); unset: http://localhost:<port>. */
   readonly publicUrl?: URL;
@@ -129,6 +133,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     providerMaxRps: dto.PAYPROVIDER_MAX_RPS ?? (/^[sr]k_live_/.test(dto.PAYPROVIDER_SECRET_KEY ?? '') ? 50 : 12),
     providerUserMaxPerMinute: dto.PAYPROVIDER_USER_MAX_PER_MINUTE,
     providerPrices: providerPrices(given, tiers),
+    providerMeters: providerMeters(given, dto),
+    meterFlushS: dto.METER_FLUSH_S,
     appUrl: new URL(dto.APP_URL),
     publicUrl: dto.PUBLIC_URL === undefined ? undefined : new URL(dto.PUBLIC_URL),
     tiers,
@@ -207,6 +213,20 @@ function providerPrices(given: Record<string, string>, tiers: TierTable): Record
     if (ids.length) prices[tier] = ids;
   }
   return prices;
+}
+
+/** PAYPROVIDER_METER_<METRIC> as EnvDto read them; a name for any other metric stops the start. */
+function providerMeters(given: Record<string, string>, dto: EnvDto): Partial<Record<MeteredMetric, string>> {
+  const variable = (metric: MeteredMetric) => `PAYPROVIDER_METER_${metric.toUpperCase() as Uppercase<MeteredMetric>}` as const;
+  const known: string[] = METERED_METRICS.map(variable);
+  const stray = Object.keys(given).find((name) => name.startsWith('PAYPROVIDER_METER_') && !known.includes(name));
+  if (stray) throw new ConfigError(`${stray}: only the metrics that back-ends report can be metered (${known.join(', ')})`);
+  const meters: Partial<Record<MeteredMetric, string>> = {};
+  for (const metric of METERED_METRICS) {
+    const eventName = dto[variable(metric)];
+    if (eventName !== undefined) meters[metric] = eventName;
+  }
+  return meters;
 }
 
 /**

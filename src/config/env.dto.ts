@@ -11,6 +11,8 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
  *
  * Order matters: the first variable that breaks a rule stops the start, and a rule that reads another
  * variable comes after it. `PAYPROVIDER_PRICE_<TIER>` are not here: which exist depends on the tier table.
+ * `PAYPROVIDER_METER_<METRIC>` are, one per metric that back-ends report (METERED_METRICS); loadConfig refuses
+ * any other.
  */
 export class EnvDto {
   /** `production` makes the webhook secret and the provider key (or PAYPROVIDER_SANDBOX=true) mandatory. */
@@ -94,6 +96,19 @@ export class EnvDto {
   @Int(1, 100_000)
   PAYPROVIDER_USER_MAX_PER_MINUTE: number = 30;
 
+  // Provider meters (spec §13): the meter event name a metric's accepted usage is reported under. Unset: not
+  // reported. The provider takes event names of at most 100 characters.
+  @MeterEventName()
+  PAYPROVIDER_METER_PROJECTS?: string;
+
+  @MeterEventName()
+  PAYPROVIDER_METER_AI_TOKENS?: string;
+
+  // A window at most a day long: the provider dates each meter event (its window's start) and keeps a meter
+  // event's identifier unique for 24 hours.
+  @Int(1, 86_400)
+  METER_FLUSH_S: number = 60;
+
   @Origin()
   APP_URL: string = 'http://localhost:3000';
 
@@ -153,6 +168,13 @@ export class EnvDto {
 
   @Rule('AUTH_JWT_AUDIENCE is set but AUTH_JWT_JWKS_URL is not: without a JWKS no JWT is accepted', (v, env) => v === undefined || env.AUTH_JWT_JWKS_URL !== undefined)
   AUTH_JWT_AUDIENCE?: string;
+}
+
+function MeterEventName(): PropertyDecorator {
+  return Rule(
+    (a) => `${a.property} must be the provider's meter event name: 1 to 100 characters without spaces, got "${a.value}"`,
+    (v) => v === undefined || /^\S{1,100}$/.test(v),
+  );
 }
 
 function isWhsecSecret(value: string): boolean {

@@ -51,6 +51,11 @@ export function limitsOf(plan: TierPlan): Record<string, number> {
   return Object.fromEntries(Object.entries(plan.metrics).map(([metric, rule]) => [metric, rule.limit]));
 }
 
+/** What a report past each limit of a tier does, metric → overage. */
+export function overagesOf(plan: TierPlan): Record<string, Overage> {
+  return Object.fromEntries(Object.entries(plan.metrics).map(([metric, rule]) => [metric, rule.overage]));
+}
+
 /** The tiers that can be bought, in table order. */
 export function paidTiers(tiers: TierTable): string[] {
   return Object.keys(tiers).filter((tier) => tier !== FREE_TIER);

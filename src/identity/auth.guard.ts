@@ -53,10 +53,11 @@ export class RouteAuthGuard implements CanActivate {
       case 'webhookSignature':
         // The route's own guard (WebhookSignatureGuard, in the webhook module) runs next, on the raw body.
         return true;
+      case 'consoleSession':
+        // The console's own guard (ConsoleSessionGuard) runs next, on the console's cookie alone.
+        return true;
       case 'session':
-        if (auth.verifiedBy === 'query') {
-          return this.jwt.accepts(req) ? this.identifyJwtCaller(req, http.getResponse<Response>()) : this.requireSessionToken(req);
-        }
+        if (auth.verifiedBy === 'query') return this.identifyQueryCaller(req, http.getResponse<Response>());
         return this.authenticateSession(req, http.getResponse<Response>(), auth.orgRole);
       case 'serviceKey':
         // A user's credential where a back-end's key belongs is refused as such (403), not as "no key" (401).
@@ -69,8 +70,10 @@ export class RouteAuthGuard implements CanActivate {
         // A request carrying a key is a back-end: the key alone decides, even beside a session, and there is no user.
         if (req.headers[SERVICE_KEY_HEADER] !== undefined) {
           req.serviceKey = this.serviceKeys.verify(req.headers[SERVICE_KEY_HEADER]);
+          if (auth.verifiedBy === 'query') req.queryCaller = { serviceKey: req.serviceKey };
           return true;
         }
+        if (auth.verifiedBy === 'query') return this.identifyQueryCaller(req, http.getResponse<Response>());
         return this.authenticateSession(req, http.getResponse<Response>());
       case 'metricsToken':
         return this.requireMetricsToken(req);
@@ -105,6 +108,11 @@ export class RouteAuthGuard implements CanActivate {
         resolve(user);
       })(req, res, reject);
     });
+  }
+
+  /** A user for a route whose statement verifies the session: a JWT is verified here, a session token by the route. */
+  private identifyQueryCaller(req: AuthRequest, res: Response): boolean | Promise<boolean> {
+    return this.jwt.accepts(req) ? this.identifyJwtCaller(req, res) : this.requireSessionToken(req);
   }
 
   /**

@@ -1,11 +1,13 @@
 import { Body, Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { AppException } from '../common/app-exception';
 import { ApiErrors } from '../common/api-docs';
 import { AuthUser, CurrentUser } from '../common/current-user.decorator';
 import { QueryCaller, QueryVerifiedCaller, ServiceKey, Session, SessionOrServiceKey } from '../common/route-auth.decorators';
 import {
   CheckQuery,
   CheckResponse,
+  FeatureCheckResponse,
   LicenseStatusResponse,
   OrganisationQuery,
   UsageBatchBody,
@@ -13,6 +15,8 @@ import {
   UsageReportBody,
   UsageResponse,
 } from './licensing.dto';
+import { EntitlementsResponse, LimitEntitlement } from './entitlements.dto';
+import { EntitlementsService } from './entitlements.service';
 import { LicensingService } from './licensing.service';
 import { UsageBatchService } from './usage-batch.service';
 import { UsageService } from './usage.service';
@@ -22,6 +26,7 @@ import { UsageService } from './usage.service';
 export class LicensingController {
   constructor(
     private readonly licensing: LicensingService,
+    private readonly entitlementsRead: EntitlementsService,
     private readonly usage: UsageService,
     private readonly batch: UsageBatchService,
   ) {}
@@ -36,13 +41,32 @@ export class LicensingController {
     return this.licensing.statusForCaller(query.organisation_id, caller);
   }
 
+  @Get('entitlements')
+  // A session is verified by the entitlements statement itself: one database round trip per request.
+  @SessionOrServiceKey({ verifiedBy: 'query' })
+  @ApiOperation({
+    summary: "An organisation's features and limits in force, with usage, origins and live overrides (member, trusted JWT or service key)",
+  })
+  @ApiExtraModels(LimitEntitlement)
+  @ApiOkResponse({ type: EntitlementsResponse })
+  @ApiErrors(400, 401, 403, 404)
+  entitlements(@QueryVerifiedCaller() caller: QueryCaller, @Query() query: OrganisationQuery): Promise<EntitlementsResponse> {
+    return this.entitlementsRead.readForCaller(query.organisation_id, caller);
+  }
+
   @Get('check')
   @SessionOrServiceKey()
-  @ApiOperation({ summary: 'Would `amount` more of a metric fit under the limit in force? (member session or service key)' })
-  @ApiOkResponse({ type: CheckResponse })
+  @ApiOperation({
+    summary: 'Would `amount` more of a metric fit under the limit in force (metric)? Is a feature in force (feature)? (member session or service key)',
+  })
+  @ApiExtraModels(CheckResponse, FeatureCheckResponse)
+  @ApiOkResponse({ schema: { oneOf: [{ $ref: getSchemaPath(CheckResponse) }, { $ref: getSchemaPath(FeatureCheckResponse) }] } })
   @ApiErrors(400, 401, 403, 404)
-  check(@CurrentUser() user: AuthUser | undefined, @Query() query: CheckQuery): Promise<CheckResponse> {
-    return this.licensing.check(query.organisation_id, user?.id ?? null, query.metric, query.amount);
+  check(@CurrentUser() user: AuthUser | undefined, @Query() query: CheckQuery): Promise<CheckResponse | FeatureCheckResponse> {
+    const userId = user?.id ?? null;
+    if (query.feature === undefined) return this.licensing.check(query.organisation_id, userId, query.metric!, query.amount);
+    if (query.metric !== undefined) throw new AppException('validation_failed', 'Give metric or feature, not both.');
+    return this.entitlementsRead.checkFeature(query.organisation_id, userId, query.feature);
   }
 
   @Post('usage')

@@ -14,6 +14,7 @@ import {
   Max,
   Min,
   NotEquals,
+  ValidateIf,
   ValidateNested,
 } from 'class-validator';
 import { QueryInt } from '../common/query-int.decorator';
@@ -30,11 +31,18 @@ export class OrganisationQuery {
 }
 
 export class CheckQuery extends OrganisationQuery {
-  @ApiProperty({ enum: METRICS })
+  @ApiPropertyOptional({ enum: METRICS, description: 'The metric form: would `amount` more fit? Give metric or feature, not both.' })
+  @ValidateIf((q: CheckQuery) => q.feature === undefined)
   @IsIn(METRICS)
-  metric: Metric;
+  metric?: Metric;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_AMOUNT, default: 1 })
+  @ApiPropertyOptional({ example: 'sso', description: 'The feature form: is this feature of the tier table in force?' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^[a-z][a-z0-9_]{0,63}$/, { message: 'feature must be a feature name (lower-case letters, digits or _)' })
+  feature?: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_AMOUNT, default: 1, description: 'The metric form only' })
   @IsOptional()
   @QueryInt({ min: 1, max: MAX_AMOUNT })
   amount: number = 1;
@@ -97,6 +105,10 @@ export class LicenseStatusResponse {
 
 export class UsageResponse extends MetricUsage {
   @ApiProperty({ enum: METERED_METRICS }) metric: MeteredMetric;
+}
+
+export class FeatureCheckResponse {
+  @ApiProperty({ description: 'The feature is in force for the organisation' }) allowed: boolean;
 }
 
 export class CheckResponse {

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { LicensingController } from './licensing.controller';
+import { EntitlementsService } from './entitlements.service';
 import { LicensingService } from './licensing.service';
 import { MemberLimitPolicy } from '../identity/member-limit.port';
 import { LicensingRepository } from './licensing.repository';
@@ -20,12 +21,13 @@ import { WellKnownController } from './well-known.controller';
   providers: [
     LicensingRepository,
     LicensingService,
+    EntitlementsService,
     UsageRepository,
     UsageService,
     UsageBatchService,
     EntitlementSigningKeys,
     { provide: MemberLimitPolicy, useExisting: LicensingService },
   ],
-  exports: [LicensingService, MemberLimitPolicy],
+  exports: [LicensingService, EntitlementsService, MemberLimitPolicy],
 })
 export class LicensingModule {}

@@ -3,9 +3,11 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { subscriptionSql } from '../billing/provider-subscriptions.repository';
 import { AppConfig } from '../config/app-config';
-import { FREE_TIER, limitsOf } from '../config/tiers';
+import { FREE_TIER, limitsOf, Overage, overagesOf } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
 import { accessSql } from '../identity/access.sql';
+import { notificationStateSql } from '../notifications/notification-state.sql';
+import { liveOverridesSql } from './overrides.sql';
 
 /*
  * Licensing's reads: the license state (derived from billing's subscriptions) and the status read built on
@@ -17,8 +19,9 @@ import { accessSql } from '../identity/access.sql';
 export interface LicenseStateParams {
   organisation: string;
   /**
-   * The tier table (jsonb, tier → its integer limits by metric, `rank`, its place in the table, and
-   * `per_seat`; a per-seat tier's `users` is its `max`).
+   * The tier table (jsonb, tier → `{rank, per_seat, limits, overage, features}`: its place in the table,
+   * whether it is sold per seat, its integer limits by metric (a per-seat tier's `users` is its `max`), what a
+   * report past each limit does, its features).
    */
   tiers: string;
   /** The grace period in seconds. */
@@ -35,12 +38,18 @@ export interface LicenseStateParams {
  * past_due); when none is live, the one whose last event is newest, which then shows as not active and,
  * when its paid period ended without renewal, expired. No subscription: free, active, not expired.
  *
- * `state` has one row (also for an organisation without subscriptions, or one that does not exist):
- *   tier, is_active, is_expired, tier_known, limits (jsonb of the limits in force), seats (the
- *   subscription's seat count when its tier is sold per seat, else null), ai_period (start of the
- *   ai_tokens billing period, Unix seconds).
+ * While a paid license is not active, its limits and features are the free tier's. The organisation's live
+ * overrides (spec §12, entitlement_overrides: not expired at now()) replace the tier's value whatever the
+ * tier and license state.
  *
- * A per-seat tier's `users` limit in force is the subscription's seats, at most the tier's `max` (spec §11.5).
+ * `state` has one row (also for an organisation without subscriptions, or one that does not exist):
+ *   tier, is_active, is_expired, tier_known, limits (jsonb of the limits in force), features (jsonb of
+ *   the features in force), overage (jsonb: metric → `block` or `bill`, of the tier in force), sources (jsonb: metric → `seats` or `override`, for limits not the tier's),
+ *   seats (the subscription's seat count when its tier is sold per seat, else null), ai_period (start of
+ *   the ai_tokens billing period, Unix seconds). `overrides` has the live overrides, one row each.
+ *
+ * A per-seat tier's `users` limit in force is the subscription's seats, at most the tier's `max` (spec §11.5);
+ * an override wins over seats.
  */
 export const licenseStateSql = ({ organisation: $org, tiers: $tiers, graceS: $grace }: LicenseStateParams) => `
   license AS (
@@ -69,17 +78,28 @@ export const licenseStateSql = ({ organisation: $org, tiers: $tiers, graceS: $gr
            COALESCE((${$tiers}::jsonb -> tier ->> 'per_seat')::boolean, false) AS per_seat
     FROM license
   ),
+  overrides AS (${liveOverridesSql(`${$org}::uuid`)}),
   state AS (
-    SELECT tier, is_active, is_expired, tier_known,
-           CASE WHEN is_active AND tier_known THEN ${$tiers}::jsonb -> tier ELSE ${$tiers}::jsonb -> '${FREE_TIER}' END
-             || CASE WHEN is_active AND per_seat AND seats IS NOT NULL
-                     THEN jsonb_build_object('users', LEAST(seats, (${$tiers}::jsonb -> tier ->> 'users')::bigint)) ELSE '{}' END
-             AS limits,
-           CASE WHEN per_seat THEN seats END AS seats,
-           CASE WHEN tier <> '${FREE_TIER}' AND is_active AND period_start IS NOT NULL THEN period_start
+    SELECT f.tier, f.is_active, f.is_expired, f.tier_known,
+           (f.plan -> 'limits') || f.seat_limit || o.limits AS limits,
+           (f.plan -> 'features') || o.features AS features,
+           f.plan -> 'overage' AS overage,
+           CASE WHEN f.seat_limit <> '{}' THEN '{"users": "seats"}'::jsonb ELSE '{}' END || o.sources AS sources,
+           CASE WHEN f.per_seat THEN f.seats END AS seats,
+           CASE WHEN f.tier <> '${FREE_TIER}' AND f.is_active AND f.period_start IS NOT NULL THEN f.period_start
                 ELSE extract(epoch FROM date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::bigint
            END AS ai_period
-    FROM flags
+    FROM (SELECT flags.*,
+                 CASE WHEN is_active AND tier_known THEN ${$tiers}::jsonb -> tier ELSE ${$tiers}::jsonb -> '${FREE_TIER}' END AS plan,
+                 CASE WHEN is_active AND per_seat AND seats IS NOT NULL
+                      THEN jsonb_build_object('users', LEAST(seats, (${$tiers}::jsonb -> tier -> 'limits' ->> 'users')::bigint))
+                      ELSE '{}' END AS seat_limit
+          FROM flags) AS f
+    CROSS JOIN (
+      SELECT COALESCE(jsonb_object_agg(name, value) FILTER (WHERE jsonb_typeof(value) = 'number'), '{}') AS limits,
+             COALESCE(jsonb_object_agg(name, value) FILTER (WHERE jsonb_typeof(value) = 'boolean'), '{}') AS features,
+             COALESCE(jsonb_object_agg(name, 'override') FILTER (WHERE jsonb_typeof(value) = 'number'), '{}') AS sources
+      FROM overrides) AS o
   )`;
 
 // The tier table as the jsonb parameter, serialised once per configuration rather than per request.
@@ -89,7 +109,14 @@ const tiersJson = new WeakMap<AppConfig, string>();
 export function licenseStateValues(config: AppConfig, organisationId: string): Record<keyof LicenseStateParams, unknown> {
   let tiers = tiersJson.get(config);
   if (tiers === undefined) {
-    tiers = JSON.stringify(Object.fromEntries(Object.entries(config.tiers).map(([tier, plan], rank) => [tier, { ...limitsOf(plan), rank, per_seat: plan.perSeat }])));
+    tiers = JSON.stringify(
+      Object.fromEntries(
+        Object.entries(config.tiers).map(([tier, plan], rank) => [
+          tier,
+          { rank, per_seat: plan.perSeat, limits: limitsOf(plan), overage: overagesOf(plan), features: plan.features },
+        ]),
+      ),
+    );
     tiersJson.set(config, tiers);
   }
   return { organisation: organisationId, tiers, graceS: config.gracePeriodDays * 86_400 };
@@ -160,6 +187,54 @@ const SESSION_STATUS_SQL = asOneJsonColumn(`
          ${accessSql.isMember(SESSION_STATUS.ref.organisation, '(SELECT user_id FROM caller)')} AS member
   FROM state s`);
 
+/** The entitlements read (spec §12): the license state, every count, the version and the live overrides. */
+export interface EntitlementsRow {
+  tier: string;
+  isActive: boolean;
+  isExpired: boolean;
+  tierKnown: boolean;
+  version: number;
+  seats: number | null;
+  /** Metric → the limit in force; features → in force; metric → `override` for limits not the tier's. */
+  limits: Record<string, number>;
+  features: Record<string, boolean>;
+  overage: Record<string, Overage>;
+  sources: Record<string, 'seats' | 'override'>;
+  /** Metric → its count in the current period (`users`: the memberships; a metric never reported: absent). */
+  used: Record<string, number>;
+  overrides: { name: string; value: boolean | number; expires_at: string | null; note: string | null; created_at: string }[];
+  /** The caller: a session token that matched a live session (true when the caller is not a session token). */
+  authenticated: boolean;
+  /** The caller may read the organisation: a member (a user), or it exists (a service key). */
+  allowed: boolean;
+}
+
+/**
+ * The entitlements read in one round trip, for every kind of caller: a session token not yet verified
+ * (`tokenHash`, its SHA-256: verified here, like the status read's), a verified user (`user`, a JWT's), or a
+ * service key (both NULL: the organisation only has to exist). Always one row.
+ */
+const ENTITLEMENTS = namedParams('organisation', 'tiers', 'graceS', 'user', 'tokenHash');
+const { organisation: $eOrg, user: $eUser, tokenHash: $eToken } = ENTITLEMENTS.ref;
+const ENTITLEMENTS_SQL = asOneJsonColumn(`
+  WITH ${licenseStateSql(ENTITLEMENTS.ref)},
+  caller AS (${accessSql.liveSessionUser(`${$eToken}::bytea`)})
+  SELECT s.tier, s.is_active AS "isActive", s.is_expired AS "isExpired", s.tier_known AS "tierKnown",
+         s.limits, s.features, s.overage, s.sources, s.seats,
+         ${notificationStateSql.version(`${$eOrg}::uuid`)} AS version,
+         COALESCE((SELECT jsonb_object_agg(c.metric, c.used) FROM usage_counters c
+                   WHERE c.organisation_id = ${$eOrg}::uuid
+                     AND c.period_start = CASE WHEN c.metric = 'ai_tokens' THEN s.ai_period ELSE 0 END), '{}')
+           || jsonb_build_object('users', ${accessSql.memberCount(`${$eOrg}::uuid`)}) AS used,
+         COALESCE((SELECT json_agg(json_build_object('name', o.name, 'value', o.value, 'expires_at', o.expires_at,
+                                                     'note', o.note, 'created_at', o.created_at) ORDER BY o.name)
+                   FROM overrides o), '[]') AS overrides,
+         ${$eToken}::bytea IS NULL OR EXISTS (SELECT 1 FROM caller) AS authenticated,
+         CASE WHEN ${$eToken}::bytea IS NOT NULL THEN ${accessSql.isMember(`${$eOrg}::uuid`, '(SELECT user_id FROM caller)')}
+              WHEN ${$eUser}::uuid IS NOT NULL THEN ${accessSql.isMember(`${$eOrg}::uuid`, `${$eUser}::uuid`)}
+              ELSE ${accessSql.organisationExists(`${$eOrg}::uuid`)} END AS allowed
+  FROM state s`);
+
 /** The status read, the hottest statement of the service: hand-written, prepared, one round trip. */
 @Injectable()
 export class LicensingRepository {
@@ -176,6 +251,17 @@ export class LicensingRepository {
     const values = STATUS.values({ ...licenseStateValues(this.config, organisationId), user: userId });
     const [row] = await preparedQuery<{ status: LicenseStatusRow }>(m, STATUS_SQL, values);
     return row?.status;
+  }
+
+  /** The entitlements read; `caller` as ENTITLEMENTS_SQL says (a service key: neither). */
+  async entitlements(organisationId: string, caller: { userId?: string; sessionTokenHash?: Buffer }): Promise<EntitlementsRow> {
+    const values = ENTITLEMENTS.values({
+      ...licenseStateValues(this.config, organisationId),
+      user: caller.userId ?? null,
+      tokenHash: caller.sessionTokenHash ?? null,
+    });
+    const [row] = await preparedQuery<{ status: EntitlementsRow }>(this.db, ENTITLEMENTS_SQL, values);
+    return row.status;
   }
 
   /** The status read for a session token (its SHA-256) verified by the statement itself. */

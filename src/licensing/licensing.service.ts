@@ -36,10 +36,11 @@ export class LicensingService implements MemberLimitPolicy {
   /**
    * The status for the caller of `@Session({ verifiedBy: 'query' })`. A session token (its SHA-256) is
    * verified in the same statement: 401 when no live session matches, 403 when its user is not a member.
-   * A user the guard already verified (a JWT) is read like any member: 403 when not one.
+   * A user the guard already verified (a JWT) is read like any member: 403 when not one; a service key
+   * like a back-end (404 for an unknown organisation).
    */
   async statusForCaller(organisationId: string, caller: QueryCaller): Promise<LicenseStatus> {
-    if (caller.userId !== undefined) return this.status(organisationId, caller.userId);
+    if (caller.sessionTokenHash === undefined) return this.status(organisationId, caller.userId ?? null);
     const row = await this.licenses.sessionStatus(organisationId, caller.sessionTokenHash);
     if (!row.authenticated) throw unauthenticated();
     if (!row.member) throw notAMember();

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
+import { meterWindowSql } from '../billing/meters/meters.repository';
 import { AppConfig } from '../config/app-config';
 import { MeteredMetric } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
@@ -36,12 +37,13 @@ const UPSERT_SQL = `
 /**
  * The usage write; with notifications on, the same statement also writes a `usage.capacity` message when
  * the change crosses the limit (notifications' CTEs after the upsert, `urls` = $6; nothing is written
- * when nothing crosses, so still one round trip). Without, $6 is not part of the statement.
+ * when nothing crosses, so still one round trip). Without, $6 is not part of the statement. With a provider
+ * meter configured, billing's CTE adds an accepted increase to its meter window (spec §13), in this statement.
  */
-const addUsageSql = (capacity: string | undefined) =>
-  capacity
-    ? `${TARGET_SQL}, counted AS (${UPSERT_SQL}), ${capacity}
-       SELECT c.used, c."limit", (SELECT count(*) FROM queued) AS queued FROM counted c`
+const addUsageSql = (capacity: string | undefined, meter: string | undefined) =>
+  capacity || meter
+    ? `${TARGET_SQL}, counted AS (${UPSERT_SQL}), ${[capacity, meter].filter(Boolean).join(', ')}
+       SELECT c.used, c."limit"${capacity ? ', (SELECT count(*) FROM queued) AS queued' : ''} FROM counted c`
     : `${TARGET_SQL} ${UPSERT_SQL}`;
 
 /**
@@ -92,7 +94,7 @@ export class UsageRepository {
   ) {
     const capacity = notifications.capacitySql(ADD.ref, 'counted');
     this.notifying = capacity !== undefined;
-    this.addSql = addUsageSql(capacity);
+    this.addSql = addUsageSql(capacity, meterWindowSql(config, ADD.ref, 'counted'));
   }
 
   /** Adds `amount` when it fits under the limit in force; undefined when refused (or no such organisation). */

@@ -17,13 +17,24 @@ const DOCS_CSP = [
   "frame-ancestors 'none'",
 ].join(';');
 
+// The operator console (spec §14): its own scripts and stylesheet, from this origin only; nothing inline.
+const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join(';');
+
 /**
  * Security headers, CORS and cross-origin request protection.
  *
  * - Nest's own security headers (helmet 8's set, resolved once at start and written by one hook, not a
  *   chain of middleware per request). The API and the sandbox's server-rendered pages (plain HTML forms,
  *   no scripts) get a CSP that allows no script at all; only the Swagger UI under /api/docs may load its
- *   own scripts and inline styles.
+ *   own scripts and inline styles, and the operator console under /console its own scripts and styles.
  * - CORS for the web app's origin (APP_URL) only, with credentials, since it may use cookie sessions.
  * - Nest's cross-origin protection (Sec-Fetch-Site / Origin): a browser form or fetch from another
  *   site cannot make a state-changing request with the user's cookie. Non-browser clients (the
@@ -49,6 +60,10 @@ export function applyHttpSecurity(app: NestExpressApplication, config: AppConfig
   });
   app.use(DOCS_PATH, (_req: Request, res: Response, next: NextFunction) => {
     res.setHeader('Content-Security-Policy', DOCS_CSP);
+    next();
+  });
+  app.use('/console', (_req: Request, res: Response, next: NextFunction) => {
+    res.setHeader('Content-Security-Policy', CONSOLE_CSP);
     next();
   });
 

@@ -9,5 +9,6 @@ import '../billing-provider-budget.e2e-spec';
 import '../billing-one-checkout.e2e-spec';
 import '../billing-return-pages.e2e-spec';
 import '../billing-plans.e2e-spec';
+import '../billing-meters.e2e-spec';
 import '../billing-subscription.e2e-spec';
 import '../billing-subscription-concurrency.e2e-spec';

@@ -2,6 +2,7 @@
 // Grouped so that the app's modules load once for all of them (see jest.config.js).
 import '../licensing-status.e2e-spec';
 import '../licensing-check.e2e-spec';
+import '../entitlements.e2e-spec';
 import '../licensing-cli.e2e-spec';
 import '../usage.e2e-spec';
 import '../usage-batch.e2e-spec';

@@ -84,6 +84,17 @@ export function createClient(options: ClientOptions) {
     members: (organisationId: string) => call(api.GET('/api/organisations/{id}/members', { params: { path: { id: organisationId } } })),
     /** `GET /api/licensing/status`: tier, flags and usage against limits. */
     status: (organisationId: string) => call(api.GET('/api/licensing/status', { params: { query: { organisation_id: organisationId } } })),
+    /**
+     * `GET /api/licensing/entitlements` (member, JWT or service key): every feature and limit in force, with
+     * usage, each limit's origin (`tier`, `seats`, `override`) and the live overrides. Cache it by `version`.
+     */
+    entitlements: (organisationId: string) =>
+      call(api.GET('/api/licensing/entitlements', { params: { query: { organisation_id: organisationId } } })),
+    /** `GET /api/licensing/check?feature=`: is the feature in force? (member or service key; 400 `unknown_entitlement`) */
+    checkFeature: async (organisationId: string, feature: string): Promise<boolean> => {
+      const answer = await call(api.GET('/api/licensing/check', { params: { query: { organisation_id: organisationId, feature } } }));
+      return answer.allowed;
+    },
     /** `GET /api/licensing/check`: would `amount` more of `metric` fit? (member or service key) */
     check: (query: paths['/api/licensing/check']['get']['parameters']['query']) =>
       call(api.GET('/api/licensing/check', { params: { query } })),

@@ -220,6 +220,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/licensing/entitlements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An organisation's features and limits in force, with usage, origins and live overrides (member, trusted JWT or service key) */
+        get: operations["LicensingController_entitlements"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/licensing/check": {
         parameters: {
             query?: never;
@@ -227,7 +244,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Would `amount` more of a metric fit under the limit in force? (member session or service key) */
+        /** Would `amount` more of a metric fit under the limit in force (metric)? Is a feature in force (feature)? (member session or service key) */
         get: operations["LicensingController_check"];
         put?: never;
         post?: never;
@@ -635,6 +652,8 @@ export interface components {
              *     - `tier_not_for_sale` (400): The tier has no provider price configured (PAYPROVIDER_PRICE_<TIER>).
              *     - `invalid_return_url` (400): A return URL is not an absolute URL under APP_URL.
              *     - `invalid_cursor` (400): starting_after names no entry of the list: not an invoice id of this history, or (GET /api/me) not an organisation of the caller's.
+             *     - `unknown_entitlement` (400): The name is not a feature (the check) or not a feature or metric (overrides) of the tier table.
+             *     - `invalid_override_value` (400): An override's value is not of its name's kind: a boolean for a feature, an integer >= 0 for a metric.
              *     - `negative_amount` (400): ai_tokens usage can only grow.
              *     - `no_change` (400): The change names the plan the subscription already has (the same tier, interval and seats).
              *     - `price_not_found` (400): The tier has no price with that interval (PAYPROVIDER_PRICE_<TIER>, as the provider confirmed it).
@@ -693,7 +712,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "negative_amount" | "no_change" | "price_not_found" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "negative_amount" | "no_change" | "price_not_found" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
         };
         UserRecord: {
             /** Format: uuid */
@@ -856,6 +875,98 @@ export interface components {
             license: components["schemas"]["LicenseInfo"];
             usage: components["schemas"]["UsageSummary"];
         };
+        LimitEntitlement: {
+            /**
+             * @description The count in the current period (users: the memberships)
+             * @example 12
+             */
+            used: number;
+            /**
+             * @description The limit in force
+             * @example 25
+             */
+            limit: number;
+            /** @description used >= limit */
+            at_capacity: boolean;
+            /**
+             * @description What a report past the limit does: refused (block) or accepted and billed (bill)
+             * @enum {string}
+             */
+            overage: "block" | "bill";
+            /**
+             * @description The limit's origin: the tier, the subscription's seats, or an override (which wins)
+             * @enum {string}
+             */
+            source: "tier" | "seats" | "override";
+        };
+        OverrideRecord: {
+            /**
+             * @description A feature or a metric of the tier table
+             * @example sso
+             */
+            name: string;
+            /**
+             * @description A feature's value (boolean) or a metric's limit (integer ≥ 0)
+             * @example true
+             */
+            value: boolean | number;
+            /**
+             * Format: date-time
+             * @description When it stops applying; null: until deleted
+             */
+            expires_at: string | null;
+            /** @example Pilot, until the contract is signed */
+            note: string | null;
+            /**
+             * Format: date-time
+             * @description When this value was set
+             */
+            created_at: string;
+        };
+        EntitlementsResponse: {
+            /** Format: uuid */
+            organisation_id: string;
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+            is_active: boolean;
+            is_expired: boolean;
+            /**
+             * @description The organisation's notification version (license.updated carries the same): a cached copy older than a notification's is stale
+             * @example 3
+             */
+            version: number;
+            /**
+             * @description The subscription's seats; null for a tier not sold per seat
+             * @example null
+             */
+            seats: number | null;
+            /**
+             * @description Every feature of the tier table, true where it is in force (the free tier's while a paid license is not active; overrides win)
+             * @example {
+             *       "api_access": true,
+             *       "audit_log": false,
+             *       "sso": false
+             *     }
+             */
+            features: {
+                [key: string]: boolean;
+            };
+            /** @description Every metric: the three, then the further metrics of the tier table */
+            limits: {
+                projects: unknown;
+                /** @description Within the current billing period */
+                ai_tokens: unknown;
+                /** @description The organisation's memberships */
+                users: unknown;
+            } & {
+                [key: string]: components["schemas"]["LimitEntitlement"];
+            };
+            /** @description The live overrides (not expired), by name */
+            overrides: components["schemas"]["OverrideRecord"][];
+        };
         CheckResponse: {
             /** @description used + amount <= limit */
             allowed: boolean;
@@ -863,6 +974,10 @@ export interface components {
             limit: number;
             /** @description max(limit - used, 0) */
             remaining: number;
+        };
+        FeatureCheckResponse: {
+            /** @description The feature is in force for the organisation */
+            allowed: boolean;
         };
         UsageReportBody: {
             /**
@@ -985,10 +1100,11 @@ export interface components {
              */
             id: string;
             /**
-             * @description As the provider says it: day, week, month or year
+             * @description The price's recurring interval, as the provider says it
              * @example month
+             * @enum {string}
              */
-            interval: string;
+            interval: "day" | "week" | "month" | "year";
             /** @example 1 */
             interval_count: number;
             /**
@@ -2843,12 +2959,111 @@ export interface operations {
             };
         };
     };
+    LicensingController_entitlements: {
+        parameters: {
+            query: {
+                /** @description Organisation to report on */
+                organisation_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntitlementsResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     LicensingController_check: {
         parameters: {
             query: {
                 /** @description Organisation to report on */
                 organisation_id: string;
-                metric: "projects" | "ai_tokens" | "users";
+                /** @description The metric form: would `amount` more fit? Give metric or feature, not both. */
+                metric?: "projects" | "ai_tokens" | "users";
+                /** @description The feature form: is this feature of the tier table in force? */
+                feature?: string;
+                /** @description The metric form only */
                 amount?: number;
             };
             header?: never;
@@ -2863,7 +3078,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckResponse"];
+                    "application/json": components["schemas"]["CheckResponse"] | components["schemas"]["FeatureCheckResponse"];
                 };
             };
             400: {

@@ -70,6 +70,11 @@ describe('packages/client against the service', () => {
     const status = await user.status(organisation.id);
     expect(status.license).toEqual({ is_active: true, is_expired: false, tier: 'free' });
     expect(status.usage.users).toEqual({ used: 1, limit: 3, at_capacity: false });
+    const entitlements = await user.entitlements(organisation.id);
+    expect(entitlements).toMatchObject({ organisation_id: organisation.id, tier: 'free', seats: null, overrides: [] });
+    expect(entitlements.limits.users).toEqual({ used: 1, limit: 3, at_capacity: false, overage: 'block', source: 'tier' });
+    expect(entitlements.features).toEqual({ api_access: false, audit_log: false, sso: false });
+    expect(await user.checkFeature(organisation.id, 'api_access')).toBe(false);
     expect(await user.history({ organisation_id: organisation.id })).toEqual({ data: [], has_more: false });
   });
 

@@ -1,0 +1,252 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { AppConfig } from '../../config/app-config';
+import { MeteredMetric } from '../../config/tiers';
+import { namedParams } from '../../database/prepared';
+import { transaction } from '../../database/transaction';
+import { licenseStateSql, licenseStateValues } from '../../licensing/licensing.repository';
+import { MeterWindow } from './meter-window.entity';
+
+/*
+ * The meter windows (spec §13): written by licensing's usage write through `meterWindowSql`, closed by the
+ * flush, delivered one meter event each by the job queue.
+ *
+ * Why a window once closed never gains usage: the usage write picks its window with meter_window_start()
+ * (migration 1764000700000), which first takes a shared advisory lock on (organisation, metric) for the rest
+ * of its transaction and only then reads the clock. Closing takes that lock exclusively, so it waits for
+ * every transaction that picked a window before, and then closes only windows that ended before its own
+ * clock reading; a transaction that picks a window after it reads a later clock, so a later window. The
+ * value a closed window holds is therefore final, and one meter event per window reports all of it.
+ */
+
+/** The advisory lock's first key (the second is the hash of organisation and metric): 'meTR'. */
+const LOCK_CLASS = 1836348530;
+/** The queue's task that delivers one window, and its job key. */
+export const METER_WINDOW_TASK = 'meter_window';
+/** The queue's task that closes the windows that ended (one job, rescheduled at the next window's end). */
+export const METER_FLUSH_TASK = 'meter_flush';
+
+/** Where licensing's usage write keeps the values the fragment reads (see namedParams). */
+export interface MeterParams {
+  organisation: string;
+  metric: string;
+  amount: string;
+}
+
+/**
+ * For licensing's usage write (one statement): adds an accepted increase to its window, in the transaction
+ * that accepts it. `counted` names the write's CTE that has a row only when the change was accepted. Nothing
+ * is written for a decrease, a metric with no PAYPROVIDER_METER_<METRIC>, or an organisation without a
+ * provider customer (usage before it has one is never reported). Undefined when no metric is metered: the
+ * write then carries nothing of it. A data-modifying CTE, so it runs whether or not the statement reads it.
+ */
+export function meterWindowSql(config: Pick<AppConfig, 'providerMeters' | 'meterFlushS'>, p: MeterParams, counted: string): string | undefined {
+  const metrics = Object.keys(config.providerMeters);
+  if (!metrics.length) return undefined;
+  const flushS = config.meterFlushS;
+  return `
+  meter_window AS (
+    INSERT INTO meter_windows AS w (organisation_id, metric, window_start, window_end, customer_id, value)
+    SELECT s.id, ${p.metric}::text, s.start, s.start + ${flushS}, s.customer, ${p.amount}::bigint
+    FROM (SELECT o.id, o.provider_customer_id AS customer, meter_window_start(o.id, ${p.metric}::text, ${flushS}) AS start
+          FROM ${counted} c JOIN organisations o ON o.id = ${p.organisation}::uuid
+          WHERE ${p.amount}::bigint > 0 AND o.provider_customer_id IS NOT NULL
+            AND ${p.metric}::text IN (${metrics.map((m) => `'${m}'`).join(', ')})) s
+    ON CONFLICT (organisation_id, metric, window_start) DO UPDATE SET value = w.value + EXCLUDED.value
+  )`;
+}
+
+/** A window's key: `<organisation id>:<metric>:<window start>` is also its meter event's identifier. */
+export interface WindowKey {
+  organisationId: string;
+  metric: string;
+  /** Unix seconds. */
+  windowStart: number;
+}
+
+export const meterIdentifier = (k: WindowKey) => `${k.organisationId}:${k.metric}:${k.windowStart}`;
+
+// Adds a window's delivery job; a waiting job of the window is replaced (the key is the window's identifier).
+const addJob = (w: string, runAt?: string) =>
+  `graphile_worker.add_job('${METER_WINDOW_TASK}',
+     json_build_object('organisation_id', ${w}.organisation_id, 'metric', ${w}.metric, 'window_start', ${w}.window_start),
+     ${runAt ? `run_at => ${runAt}, ` : ''}job_key => '${METER_WINDOW_TASK}:' || ${w}.organisation_id || ':' || ${w}.metric || ':' || ${w}.window_start)`;
+
+const KEY_WHERE = `organisation_id = $1 AND metric = $2 AND window_start = $3`;
+
+/** After the exclusive lock (a new statement, so a clock read after every earlier writer committed). */
+const CLOSE_SQL = `
+  WITH closed AS (
+    UPDATE meter_windows SET status = 'pending', next_attempt_at = now()
+    WHERE organisation_id = $1 AND metric = $2 AND status = 'open' AND window_end <= extract(epoch FROM clock_timestamp())
+    RETURNING organisation_id, metric, window_start)
+  SELECT count(j.id)::int AS n FROM closed c, LATERAL ${addJob('c')} AS j`;
+
+/** A pending window due now, taken for one attempt (lease: an attempt takes at most ~40 s, see the service). */
+const CLAIM_SQL = `
+  UPDATE meter_windows SET leased_until = now() + interval '2 minutes', attempts = attempts + 1
+  WHERE ${KEY_WHERE} AND status = 'pending' AND next_attempt_at <= now() + interval '1 second'
+    AND (leased_until IS NULL OR leased_until < now())
+  RETURNING customer_id AS "customerId", value::float8 AS value, attempts`;
+
+/** A failed attempt: the next one scheduled as a new job ($5: its delay in seconds). */
+const RETRY_SQL = `
+  WITH w AS (
+    UPDATE meter_windows SET last_error = $4, leased_until = NULL, next_attempt_at = now() + make_interval(secs => $5::float8)
+    WHERE ${KEY_WHERE} AND status = 'pending'
+    RETURNING organisation_id, metric, window_start, next_attempt_at)
+  SELECT (${addJob('w', 'w.next_attempt_at')}).id FROM w`;
+
+/**
+ * Pending windows long overdue lost their job (an instance killed during an attempt leaves it locked for
+ * hours): a new job, now. Adding a job with the window's key replaces a waiting one, so this is safe.
+ */
+const REQUEUE_LOST_SQL = `
+  WITH lost AS (
+    UPDATE meter_windows SET next_attempt_at = now()
+    WHERE (organisation_id, metric, window_start) IN (
+      SELECT organisation_id, metric, window_start FROM meter_windows
+      WHERE status = 'pending' AND next_attempt_at < now() - interval '5 minutes' AND (leased_until IS NULL OR leased_until < now())
+      ORDER BY next_attempt_at LIMIT 500 FOR UPDATE SKIP LOCKED)
+    RETURNING organisation_id, metric, window_start)
+  SELECT count(*)::int AS n FROM lost, LATERAL ${addJob('lost')} AS j`;
+
+/** The flush job, at `$1` (it runs once per window length; the job key keeps one whatever adds it). */
+const SCHEDULE_FLUSH_SQL = `
+  SELECT graphile_worker.add_job('${METER_FLUSH_TASK}', '{}'::json, run_at => $1::timestamptz, job_key => '${METER_FLUSH_TASK}',
+                                 job_key_mode => $2::text)`;
+
+/** One organisation's figures, per metered metric, for the current period (licenseStateSql's ai_period for ai_tokens). */
+const SUMMARY = namedParams('organisation', 'tiers', 'graceS', 'metrics');
+const SUMMARY_SQL = `
+  WITH ${licenseStateSql(SUMMARY.ref)}
+  SELECT m.metric,
+         COALESCE((SELECT u.used FROM usage_counters u
+                   WHERE u.organisation_id = ${SUMMARY.ref.organisation}::uuid AND u.metric = m.metric AND u.period_start = p.period), 0)::float8 AS used,
+         COALESCE(sum(w.value) FILTER (WHERE w.status = 'delivered'), 0)::float8 AS reported,
+         COALESCE(sum(w.value) FILTER (WHERE w.status IN ('open', 'pending')), 0)::float8 AS pending,
+         COALESCE(sum(w.value) FILTER (WHERE w.status = 'failed'), 0)::float8 AS failed
+  FROM unnest(${SUMMARY.ref.metrics}::text[]) WITH ORDINALITY AS m(metric, n)
+  CROSS JOIN state s
+  -- The counter's period, as licensing's usage write keys it: ai_tokens per billing period, other metrics one row.
+  CROSS JOIN LATERAL (SELECT CASE WHEN m.metric = 'ai_tokens' THEN s.ai_period ELSE 0 END AS period) p
+  LEFT JOIN meter_windows w
+    ON w.organisation_id = ${SUMMARY.ref.organisation}::uuid AND w.metric = m.metric AND w.window_start >= p.period
+  GROUP BY m.metric, m.n, p.period
+  ORDER BY m.n`;
+
+export interface ClaimedWindow {
+  customerId: string;
+  value: number;
+  /** This attempt's number (1 for the first). */
+  attempts: number;
+}
+
+export interface MeterSummaryRow {
+  metric: string;
+  used: number;
+  reported: number;
+  pending: number;
+  failed: number;
+}
+
+/** Meter windows: the only code (with the fragment above) that reads or writes them. */
+@Injectable()
+export class MetersRepository {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** (organisation, metric) pairs with an open window that has ended, at most `limit`. */
+  async endedOpenWindows(limit: number): Promise<{ organisationId: string; metric: string }[]> {
+    return this.db
+      .getRepository(MeterWindow)
+      .createQueryBuilder('w')
+      .select('w.organisationId', 'organisationId')
+      .addSelect('w.metric', 'metric')
+      .distinct(true)
+      .where(`w.status = 'open' AND w.windowEnd <= extract(epoch FROM now())`)
+      .limit(limit)
+      .getRawMany();
+  }
+
+  /**
+   * Closes the organisation's ended windows of the metric and queues their delivery; answers how many. Waits
+   * at most `lockTimeoutMs` for the usage writes in flight (then throws; the next flush tries again), so a
+   * long writer never holds the flush, nor the flush a writer queued behind it.
+   */
+  async closeEnded(organisationId: string, metric: string, lockTimeoutMs: number): Promise<number> {
+    return transaction(this.db, async (m) => {
+      await m.query(`SET LOCAL lock_timeout = ${Math.floor(lockTimeoutMs)}`);
+      await m.query(`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1::text || ':' || $2::text))`, [organisationId, metric]);
+      const [row]: { n: number }[] = await m.query(CLOSE_SQL, [organisationId, metric]);
+      return row.n;
+    });
+  }
+
+  /** The flush job due at `runAt`; `replace` moves a waiting one there, `preserve_run_at` keeps its time. */
+  async scheduleFlush(runAt: Date, mode: 'replace' | 'preserve_run_at', m: EntityManager = this.db.manager): Promise<void> {
+    await m.query(SCHEDULE_FLUSH_SQL, [runAt.toISOString(), mode]);
+  }
+
+  /** The window, leased for one attempt when it is pending, due and not under way elsewhere; else undefined. */
+  async claim(k: WindowKey): Promise<ClaimedWindow | undefined> {
+    const [[row]]: [ClaimedWindow[], number] = await this.db.query(CLAIM_SQL, [k.organisationId, k.metric, k.windowStart]);
+    return row;
+  }
+
+  async markDelivered(k: WindowKey): Promise<void> {
+    await this.db
+      .getRepository(MeterWindow)
+      .update(
+        { ...key(k), status: 'pending' },
+        { status: 'delivered', deliveredAt: () => 'now()', leasedUntil: null, nextAttemptAt: null, lastError: null },
+      );
+  }
+
+  /** Refused for good: kept with the reason. */
+  async markFailed(k: WindowKey, reason: string): Promise<void> {
+    await this.db
+      .getRepository(MeterWindow)
+      .update({ ...key(k), status: 'pending' }, { status: 'failed', lastError: reason, leasedUntil: null, nextAttemptAt: null });
+  }
+
+  /** The next attempt due `delayS` from now, as a new job. */
+  async recordRetry(k: WindowKey, error: string, delayS: number): Promise<void> {
+    await this.db.query(RETRY_SQL, [k.organisationId, k.metric, k.windowStart, error, delayS]);
+  }
+
+  async requeueLost(): Promise<number> {
+    const [row]: { n: number }[] = await this.db.query(REQUEUE_LOST_SQL);
+    return row.n;
+  }
+
+  /** The organisations with meter windows, in id order, after `after`, at most `limit`. */
+  async meteredOrganisations(after: string | undefined, limit: number): Promise<string[]> {
+    const q = this.db.getRepository(MeterWindow).createQueryBuilder('w').select('DISTINCT w.organisationId', 'id').orderBy('id').limit(limit);
+    if (after) q.where('w.organisationId > :after', { after });
+    return (await q.getRawMany<{ id: string }>()).map((r) => r.id);
+  }
+
+  /** Used, reported, pending and failed per metric in `metrics`, for the organisation's current period. */
+  async summary(organisationId: string, metrics: readonly MeteredMetric[]): Promise<MeterSummaryRow[]> {
+    return this.db.query(SUMMARY_SQL, SUMMARY.values({ ...licenseStateValues(this.config, organisationId), metrics }));
+  }
+
+  /** Windows not yet delivered (open or pending), for /metrics. */
+  async undelivered(): Promise<{ open: number; pending: number }> {
+    const rows: { status: 'open' | 'pending'; n: number }[] = await this.db
+      .getRepository(MeterWindow)
+      .createQueryBuilder('w')
+      .select('w.status', 'status')
+      .addSelect('count(*)::int', 'n')
+      .where(`w.status IN ('open', 'pending')`)
+      .groupBy('w.status')
+      .getRawMany();
+    return { open: rows.find((r) => r.status === 'open')?.n ?? 0, pending: rows.find((r) => r.status === 'pending')?.n ?? 0 };
+  }
+}
+
+const key = (k: WindowKey) => ({ organisationId: k.organisationId, metric: k.metric, windowStart: String(k.windowStart) });

@@ -1,0 +1,22 @@
+import { Module } from '@nestjs/common';
+import { ConsoleAuthRepository } from './console-auth.repository';
+import { ConsoleAuthService } from './console-auth.service';
+import { ConsoleExceptionFilter } from './console-exception.filter';
+import { ConsoleSessionGuard } from './console-session.guard';
+import { ConsoleViews } from './console-views';
+import { ConsoleController } from './console.controller';
+import { ConsoleRepository } from './console.repository';
+import { ConsoleService } from './console.service';
+import { SignInController } from './sign-in.controller';
+
+/**
+ * The operator console (spec §14): server-rendered pages under /console for the people who run the service,
+ * with a sign-in of their own. It reads across the modules' tables (ConsoleRepository) and changes nothing
+ * itself: its actions call the owning modules' services, which audit them.
+ */
+@Module({
+  controllers: [SignInController, ConsoleController],
+  providers: [ConsoleAuthRepository, ConsoleAuthService, ConsoleSessionGuard, ConsoleExceptionFilter, ConsoleViews, ConsoleRepository, ConsoleService],
+  exports: [ConsoleAuthService],
+})
+export class ConsoleModule {}
