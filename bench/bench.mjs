@@ -485,22 +485,31 @@ function scenarios(base, { token, orgIds, webhookOrgs }) {
     },
     {
       name: 'POST /api/licensing/usage',
-      opts: {
-        url: base,
-        requests: [
-          {
-            setupRequest: (req) => ({
-              ...req,
-              method: 'POST',
-              path: '/api/licensing/usage',
-              headers: { 'content-type': 'application/json', 'x-service-key': SERVICE_KEY },
-              body: JSON.stringify({ organisation_id: orgIds[usageSeq++ % orgIds.length], metric: 'ai_tokens', amount: 1 }),
-            }),
-          },
-        ],
-      },
+      opts: usageReports(base, () => orgIds[usageSeq++ % orgIds.length]),
     },
+    // Every connection reporting to one organisation: each report waits on that organisation's counter row.
+    { name: USAGE_HOT, eventsPerRequest: 1, opts: usageReports(base, () => orgIds[orgIds.length - 1]) },
   ];
+}
+
+const USAGE_HOT = 'POST /api/licensing/usage (one hot organisation)';
+
+/** Single `ai_tokens` reports of 1, each for the organisation `next()` names. */
+function usageReports(base, next) {
+  return {
+    url: base,
+    requests: [
+      {
+        setupRequest: (req) => ({
+          ...req,
+          method: 'POST',
+          path: '/api/licensing/usage',
+          headers: { 'content-type': 'application/json', 'x-service-key': SERVICE_KEY },
+          body: JSON.stringify({ organisation_id: next(), metric: 'ai_tokens', amount: 1 }),
+        }),
+      },
+    ],
+  };
 }
 
 // The bulk usage step (issue #29): batches of BATCH_EVENTS events spread over BATCH_ORGS organisations, on
@@ -539,6 +548,8 @@ const TARGETS = [
   { endpoint: WEBHOOKS_SPREAD, ratio: 0.5, non2xx: 0 },
   { endpoint: WEBHOOKS_HOT, p99Under: 1000, non2xx: 0 },
   { endpoint: 'POST /api/licensing/usage', ratio: 0.7 },
+  // issue #29, 4
+  { endpoint: USAGE_HOT, ratio: 0.8 },
 ];
 
 /** Issue #29's bulk target, and the batch step beside the single-report step of the same run. */
@@ -604,7 +615,7 @@ async function main() {
         outcomes.push(`${name}: ${ledgerDelta(ledgerBefore, await ledgerCounts(admin))}; its database connections on average: ${backendsLine(backends)}`);
       }
       if (eventsPerRequest) {
-        // Every event of every batch answered must be counted (a batch answers 200 even when events in it fail).
+        // Every event answered must be counted (a batch answers 200 even when events in it fail).
         const counted = (await tokensCounted(admin)) - tokensBefore;
         const answered = (warm['2xx'] + r['2xx']) * eventsPerRequest;
         outcomes.push(`${name}: ${counted} events counted for ${answered} answered (warm-up included)${counted < answered ? ' — EVENTS FAILED' : ''}`);

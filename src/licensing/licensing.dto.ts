@@ -103,8 +103,11 @@ export class LicenseStatusResponse {
   @ApiProperty({ type: () => UsageSummary }) usage: UsageSummary;
 }
 
+const OVERAGE = 'max(used - limit, 0): present for a metric whose overage policy is `bill` (accepted past its limit, spec §13), absent for `block`';
+
 export class UsageResponse extends MetricUsage {
   @ApiProperty({ enum: METERED_METRICS }) metric: MeteredMetric;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: OVERAGE }) overage?: number;
 }
 
 export class FeatureCheckResponse {
@@ -112,7 +115,7 @@ export class FeatureCheckResponse {
 }
 
 export class CheckResponse {
-  @ApiProperty({ description: 'used + amount <= limit' }) allowed: boolean;
+  @ApiProperty({ description: 'used + amount <= limit, or the metric is billed past its limit (overage `bill`)' }) allowed: boolean;
   @ApiProperty({ type: 'integer' }) used: number;
   @ApiProperty({ type: 'integer' }) limit: number;
   @ApiProperty({ type: 'integer', description: 'max(limit - used, 0)' }) remaining: number;
@@ -175,6 +178,9 @@ export class UsageBatchResult {
 
   @ApiProperty({ type: 'boolean', nullable: true, description: 'used >= limit (200, 402); else null' })
   at_capacity: boolean | null;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: `${OVERAGE} (200, 402)` })
+  overage?: number;
 
   @ApiPropertyOptional({ description: "The error code a single report would get (absent on 200)", example: 'limit_exceeded' })
   code?: string;

@@ -162,6 +162,11 @@ const statusColumns = (organisation: string) => `
             WHERE organisation_id = ${organisation} AND metric = 'ai_tokens' AND period_start = s.ai_period), 0) AS "aiTokensUsed",
   ${accessSql.memberCount(organisation)} AS "usersUsed"`;
 
+/** Whether `user` (NULL: a trusted back-end, for which the organisation only has to exist) may read the organisation. */
+export const readableBy = (organisation: string, user: string) =>
+  `CASE WHEN ${user}::uuid IS NULL THEN ${accessSql.organisationExists(organisation)}
+        ELSE ${accessSql.isMember(organisation, `${user}::uuid`)} END`;
+
 /**
  * One round trip: the caller's access, the license state and every usage count. `user` is the calling
  * user, or NULL for a trusted back-end (service key), for which the organisation only has to exist.
@@ -171,8 +176,7 @@ const STATUS_SQL = asOneJsonColumn(`
   WITH ${licenseStateSql(STATUS.ref)}
   SELECT ${statusColumns(STATUS.ref.organisation)}
   FROM state s
-  WHERE CASE WHEN ${STATUS.ref.user}::uuid IS NULL THEN ${accessSql.organisationExists(STATUS.ref.organisation)}
-             ELSE ${accessSql.isMember(STATUS.ref.organisation, `${STATUS.ref.user}::uuid`)} END`);
+  WHERE ${readableBy(STATUS.ref.organisation, STATUS.ref.user)}`);
 
 /**
  * The same read for a session token not yet verified (`tokenHash`, its SHA-256): the session check, the

@@ -6,6 +6,7 @@ import { Metric } from '../config/tiers';
 import { organisationNotFound } from '../identity/identity.service';
 import { MemberLimit, MemberLimitPolicy } from '../identity/member-limit.port';
 import { LicensingRepository, LicenseStatusRow } from './licensing.repository';
+import { UsageRepository } from './usage.repository';
 
 export interface LicenseStatus {
   license: { is_active: boolean; is_expired: boolean; tier: string };
@@ -24,7 +25,10 @@ export interface CheckResult {
 export class LicensingService implements MemberLimitPolicy {
   private readonly logger = new Logger(LicensingService.name);
 
-  constructor(private readonly licenses: LicensingRepository) {}
+  constructor(
+    private readonly licenses: LicensingRepository,
+    private readonly usage: UsageRepository,
+  ) {}
 
   /** `userId` null: a service-key caller (404 for an unknown organisation); else members only (403). */
   async status(organisationId: string, userId: string | null, manager?: EntityManager): Promise<LicenseStatus> {
@@ -69,9 +73,11 @@ export class LicensingService implements MemberLimitPolicy {
     return { limit: usage.users.limit, tier: license.tier, isActive: license.is_active };
   }
 
-  /** Would `amount` more of `metric` fit under the limit in force? */
+  /** Would a report of `amount` more of `metric` be accepted now (it fits, or the metric is billed past its limit)? */
   async check(organisationId: string, userId: string | null, metric: Metric, amount: number): Promise<CheckResult> {
-    const { used, limit } = (await this.status(organisationId, userId)).usage[metric];
-    return { allowed: used + amount <= limit, used, limit, remaining: Math.max(limit - used, 0) };
+    const row = await this.usage.check(organisationId, userId, metric, amount);
+    if (!row) throw userId ? notAMember() : organisationNotFound(organisationId);
+    const { used, limit, allowed } = row;
+    return { allowed, used, limit, remaining: Math.max(limit - used, 0) };
   }
 }

@@ -3,121 +3,264 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { meterWindowSql } from '../billing/meters/meters.repository';
 import { AppConfig } from '../config/app-config';
-import { MeteredMetric } from '../config/tiers';
+import { MeteredMetric, Metric } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
 import { accessSql } from '../identity/access.sql';
 import { NotificationsService } from '../notifications/notifications.service';
-import { licenseStateSql, licenseStateValues } from './licensing.repository';
-import { UsageIdempotencyKey } from './usage-idempotency-key.entity';
+import { licenseStateSql, licenseStateValues, readableBy } from './licensing.repository';
+
+/*
+ * The usage rule (spec §7, §13), written once, in SQL: a decrease (projects) always applies and stops at 0;
+ * an increase applies when the metric's overage policy is `bill` or when it fits under the limit in force.
+ * The usage write folds it over a counter's events in order; the check asks it of one amount.
+ */
+const accepts = (used: string, amount: string, limit: string, bill: string) => `(${bill} OR ${used} + ${amount} <= ${limit})`;
+const step = (used: string, amount: string, limit: string, bill: string) => `
+  CASE WHEN ${amount} < 0 THEN GREATEST(${used} + ${amount}, 0)
+       WHEN ${accepts(used, amount, limit, bill)} THEN ${used} + ${amount}
+       ELSE ${used} END`;
+/** Whether `metric` is billed past its limit, by the overage policies in force `overage` (licenseStateSql's). */
+const billed = (overage: string, metric: string) => `COALESCE(${overage} ->> ${metric} = 'bill', false)`;
+/** The counter's period: ai_tokens counts per billing period, projects is a gauge (period 0). */
+const period = (metric: string, aiPeriod: string) => `CASE WHEN ${metric} = 'ai_tokens' THEN ${aiPeriod} ELSE 0 END`;
 
 /**
- * The whole limit check and the counter change in one statement: the limit in force is computed from
- * the license inside it, and ON CONFLICT DO UPDATE re-evaluates its WHERE against the latest committed
- * counter under the row lock, so concurrent increases (on any number of instances) never overshoot.
- * Decreases (projects only) always apply and stop at 0. No row returned = refused.
+ * Usage events applied in order, each with the single report's meaning, in one statement: the single report
+ * is its one-event case, a batch (or a group of concurrent single reports) the many-event one.
+ *
+ * - `prior`: events whose idempotency key a live report (< 24 h) already holds apply nothing; they get its
+ *   answer, or 409 when the metric or amount differ.
+ * - `st`: the license of each organisation named (none for an unknown one: 404), computed inside the
+ *   statement, so no webhook can slip in between the limit read and the write.
+ * - `locked`: the counters the events touch, locked in one order (organisation, metric, period), so that
+ *   concurrent writers on any instance never deadlock; FOR UPDATE returns each row's latest committed value.
+ * - `fold`: the rule above, event after event per counter, from the locked value (recursive: round k is
+ *   the k-th event of every counter). A counter's value only moves under its lock, so no writer overshoots.
+ * - The counters are written once each with their last value; a counter not there yet is inserted with
+ *   it. When a concurrent writer inserted it first, its events come back `0` (applied nothing: retry).
+ * - Keys are stored with the answer for events that applied. A key taken meanwhile by a concurrent report
+ *   (not visible to `prior`) shows as `keyTaken`: the caller rolls its transaction back and runs again.
+ * - `applied`: what each applied event did (organisation, metric, n, amount, before, used, "limit"): the
+ *   capacity notifications (and further accounting of accepted usage) read it.
+ *
+ * Answers one row per event, in order: status 200 (applied, or a key's first answer in `response`), 402
+ * (refused: used and limit as they stood), 404, 409, or 0 (retry).
  */
-const ADD = namedParams('organisation', 'tiers', 'graceS', 'metric', 'amount', 'urls');
-const { organisation: $org, metric: $metric, amount: $amount } = ADD.ref;
-const TARGET_SQL = `
-  WITH ${licenseStateSql(ADD.ref)},
-  target AS (
-    SELECT (s.limits ->> ${$metric}::text)::bigint AS lim,
-           CASE WHEN ${$metric}::text = 'ai_tokens' THEN s.ai_period ELSE 0 END AS period
-    FROM state s
-    WHERE ${accessSql.organisationExists($org)}
+const APPLY = namedParams('tiers', 'graceS', 'organisations', 'metrics', 'amounts', 'keys', 'urls');
+const { organisations: $orgs, metrics: $metrics, amounts: $amounts, keys: $keys } = APPLY.ref;
+const APPLY_SQL_HEAD = `
+  WITH RECURSIVE
+  ev AS (
+    -- Each array behind a sub-select: the planner then estimates the events' number the same whether it
+    -- sees the values or not, so a connection settles on one generic plan (planned once: ~0.1 ms) instead
+    -- of planning every call for the values it knows (~2 ms).
+    SELECT e.n::int AS n, e.org, e.metric, e.amount, e.key
+    FROM unnest((SELECT ${$orgs}::uuid[]), (SELECT ${$metrics}::text[]), (SELECT ${$amounts}::bigint[]), (SELECT ${$keys}::text[]))
+         WITH ORDINALITY AS e(org, metric, amount, key, n)
+  ),
+  prior AS (
+    SELECT e.n, k.metric = e.metric AND k.amount = e.amount AS same, k.response
+    FROM ev e JOIN usage_idempotency_keys k ON k.organisation_id = e.org AND k.key = e.key
+    WHERE k.created_at >= now() - interval '24 hours'
+  ),
+  st AS (
+    SELECT o.org, s.limits, s.overage, s.ai_period
+    FROM (SELECT DISTINCT org FROM ev) o
+    CROSS JOIN LATERAL (WITH ${licenseStateSql({ organisation: 'o.org', tiers: APPLY.ref.tiers, graceS: APPLY.ref.graceS })}
+                        SELECT limits, overage, ai_period FROM state) s
+    WHERE ${accessSql.organisationExists('o.org')}
+  ),
+  counters AS (
+    SELECT e.org, e.metric, ${period('e.metric', 's.ai_period')} AS period,
+           (s.limits ->> e.metric)::bigint AS lim, ${billed('s.overage', 'e.metric')} AS bill,
+           array_agg(e.amount ORDER BY e.n) AS amounts, array_agg(e.n ORDER BY e.n) AS ns
+    FROM ev e JOIN st s ON s.org = e.org
+    WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.n = e.n)
+    GROUP BY 1, 2, 3, 4, 5
+  ),
+  locked AS (
+    SELECT u.organisation_id AS org, u.metric, u.period_start AS period, u.used
+    FROM usage_counters u JOIN counters c ON (u.organisation_id, u.metric, u.period_start) = (c.org, c.metric, c.period)
+    ORDER BY u.organisation_id, u.metric, u.period_start
+    FOR UPDATE OF u
+  ),
+  fold AS (
+    SELECT c.org, c.metric, c.period, 0 AS k, COALESCE(l.used, 0) AS start, NULL::bigint AS before, COALESCE(l.used, 0) AS used,
+           c.amounts, c.ns, c.lim, c.bill, l.used IS NOT NULL AS existed
+    FROM counters c LEFT JOIN locked l USING (org, metric, period)
+    UNION ALL
+    SELECT org, metric, period, k + 1, start, used, ${step('used', 'amounts[k + 1]', 'lim', 'bill')},
+           amounts, ns, lim, bill, existed
+    FROM fold WHERE k < cardinality(amounts)
+  ),
+  final AS (
+    SELECT org, metric, period, start, used, existed, amounts FROM fold WHERE k = cardinality(amounts)
+  ),
+  updated AS (
+    UPDATE usage_counters u SET used = f.used, updated_at = now()
+    FROM final f
+    WHERE f.existed AND f.used <> f.start AND (u.organisation_id, u.metric, u.period_start) = (f.org, f.metric, f.period)
+    RETURNING u.organisation_id
+  ),
+  creating AS (
+    -- A decrease on a counter not seen is written too (as 0): the row may have appeared meanwhile.
+    SELECT org, metric, period, used FROM final
+    WHERE NOT existed AND (used > 0 OR EXISTS (SELECT 1 FROM unnest(amounts) a WHERE a < 0))
+  ),
+  created AS (
+    INSERT INTO usage_counters (organisation_id, metric, period_start, used)
+    SELECT org, metric, period, used FROM creating ORDER BY org, metric, period
+    ON CONFLICT DO NOTHING
+    RETURNING organisation_id AS org, metric, period_start AS period
+  ),
+  outcome AS (
+    SELECT f.ns[f.k] AS n, f.org, f.metric, f.amounts[f.k] AS amount, f.before, f.used, f.lim, f.bill,
+           f.amounts[f.k] < 0 OR f.used <> f.before AS accepted,
+           NOT f.existed AND EXISTS (SELECT 1 FROM creating c WHERE (c.org, c.metric, c.period) = (f.org, f.metric, f.period))
+                         AND NOT EXISTS (SELECT 1 FROM created c WHERE (c.org, c.metric, c.period) = (f.org, f.metric, f.period)) AS retry
+    FROM fold f WHERE f.k > 0
+  ),
+  applied AS (
+    SELECT o.org AS organisation_id, o.metric, o.n, o.amount, o.before, o.used, o.lim AS "limit"
+    FROM outcome o WHERE o.accepted AND NOT o.retry
+  ),
+  swept AS (
+    DELETE FROM usage_idempotency_keys WHERE (organisation_id, key) IN (
+      SELECT k.organisation_id, k.key FROM usage_idempotency_keys k
+      WHERE k.organisation_id IN (SELECT org FROM ev WHERE key IS NOT NULL)
+        AND k.created_at < now() - interval '24 hours'
+        AND (k.organisation_id, k.key) NOT IN (SELECT org, key FROM ev WHERE key IS NOT NULL)
+      LIMIT 100 FOR UPDATE SKIP LOCKED)
+  ),
+  keying AS (
+    SELECT o.org, e.key, o.metric, o.amount,
+           jsonb_build_object('metric', o.metric, 'used', o.used, 'limit', o.lim, 'at_capacity', o.used >= o.lim)
+             || CASE WHEN o.bill THEN jsonb_build_object('overage', GREATEST(o.used - o.lim, 0)) ELSE '{}' END AS response
+    FROM outcome o JOIN ev e USING (n)
+    WHERE e.key IS NOT NULL AND o.accepted AND NOT o.retry
+  ),
+  keyed AS (
+    INSERT INTO usage_idempotency_keys AS k (organisation_id, key, metric, amount, response)
+    SELECT org, key, metric, amount, response FROM keying ORDER BY org, key
+    ON CONFLICT (organisation_id, key) DO UPDATE
+      SET metric = EXCLUDED.metric, amount = EXCLUDED.amount, response = EXCLUDED.response, created_at = now()
+      WHERE k.created_at < now() - interval '24 hours'
+    RETURNING 1
   )`;
-const UPSERT_SQL = `
-  INSERT INTO usage_counters AS u (organisation_id, metric, period_start, used)
-  SELECT ${$org}, ${$metric}::text, t.period, GREATEST(${$amount}::bigint, 0) FROM target t WHERE ${$amount}::bigint <= t.lim
-  ON CONFLICT (organisation_id, metric, period_start) DO UPDATE
-    SET used = GREATEST(u.used + ${$amount}::bigint, 0), updated_at = now()
-    WHERE ${$amount}::bigint < 0 OR u.used + ${$amount}::bigint <= (SELECT lim FROM target)
-  RETURNING u.used, (SELECT lim FROM target) AS "limit"`;
+
+const APPLY_SQL_ANSWER = (queued: string) => `
+  SELECT e.n,
+         CASE WHEN p.n IS NOT NULL THEN (CASE WHEN NOT p.same THEN 409 WHEN p.response IS NULL THEN 0 ELSE 200 END)
+              WHEN o.n IS NULL THEN 404
+              WHEN o.retry THEN 0
+              WHEN o.accepted THEN 200
+              ELSE 402 END AS status,
+         o.used, o.lim AS "limit", o.bill, p.response,
+         (SELECT count(*) FROM keying) > (SELECT count(*) FROM keyed) AS "keyTaken",
+         ${queued} AS queued
+  FROM ev e LEFT JOIN prior p USING (n) LEFT JOIN outcome o USING (n)
+  ORDER BY e.n`;
 
 /**
- * The usage write; with notifications on, the same statement also writes a `usage.capacity` message when
- * the change crosses the limit (notifications' CTEs after the upsert, `urls` = $6; nothing is written
- * when nothing crosses, so still one round trip). Without, $6 is not part of the statement. With a provider
- * meter configured, billing's CTE adds an accepted increase to its meter window (spec §13), in this statement.
+ * With notifications on, `usage.capacity` messages for the applied events that crossed a limit (`urls` =
+ * NOTIFY_URLS; without, it is not part of the statement). With a provider meter configured, billing's CTE
+ * adds the applied increases to their meter windows (spec §13), in this statement.
  */
-const addUsageSql = (capacity: string | undefined, meter: string | undefined) =>
-  capacity || meter
-    ? `${TARGET_SQL}, counted AS (${UPSERT_SQL}), ${[capacity, meter].filter(Boolean).join(', ')}
-       SELECT c.used, c."limit"${capacity ? ', (SELECT count(*) FROM queued) AS queued' : ''} FROM counted c`
-    : `${TARGET_SQL} ${UPSERT_SQL}`;
+const applySql = (capacity: string | undefined, meter: string | undefined) =>
+  `${APPLY_SQL_HEAD}${[capacity, meter].filter(Boolean).map((cte) => `, ${cte}`).join('')}
+   ${APPLY_SQL_ANSWER(capacity ? '(SELECT count(*) FROM queued)' : '0')}`;
 
 /**
- * Claims an idempotency key. A key older than 24 hours is taken over as new; a live one held by a
- * concurrent transaction makes this wait until that one commits or rolls back. While here, expired keys
- * of the organisation are swept (SKIP LOCKED: never waits on, or deadlocks with, another writer).
- * $1 organisation, $2 key, $3 metric, $4 amount. A row returned = the key is ours.
+ * The check (spec §7, §13): the used amount of the metric, its limit in force, and whether `amount` more
+ * would be accepted now. No row: not readable by the caller (see `readableBy`).
  */
-const CLAIM_KEY_SQL = `
-  WITH swept AS (
-    DELETE FROM usage_idempotency_keys
-    WHERE organisation_id = $1 AND key IN (
-      SELECT key FROM usage_idempotency_keys
-      WHERE organisation_id = $1 AND key <> $2 AND created_at < now() - interval '24 hours'
-      LIMIT 100 FOR UPDATE SKIP LOCKED))
-  INSERT INTO usage_idempotency_keys AS k (organisation_id, key, metric, amount)
-  VALUES ($1, $2, $3, $4)
-  ON CONFLICT (organisation_id, key) DO UPDATE
-    SET metric = EXCLUDED.metric, amount = EXCLUDED.amount, response = NULL, created_at = now()
-    WHERE k.created_at < now() - interval '24 hours'
-  RETURNING 1`;
+const CHECK = namedParams('organisation', 'tiers', 'graceS', 'user', 'metric', 'amount');
+const { organisation: $org, metric: $metric, amount: $amount } = CHECK.ref;
+const CHECK_SQL = `
+  WITH ${licenseStateSql(CHECK.ref)},
+  r AS (
+    SELECT CASE WHEN ${$metric}::text = 'users' THEN ${accessSql.memberCount(`${$org}::uuid`)}
+                ELSE COALESCE((SELECT used FROM usage_counters
+                               WHERE organisation_id = ${$org}::uuid AND metric = ${$metric}::text
+                                 AND period_start = ${period(`${$metric}::text`, 's.ai_period')}), 0) END AS used,
+           (s.limits ->> ${$metric}::text)::bigint AS lim,
+           ${billed('s.overage', `${$metric}::text`)} AS bill
+    FROM state s
+    WHERE ${readableBy(`${$org}::uuid`, CHECK.ref.user)}
+  )
+  SELECT used, lim AS "limit", COALESCE(${accepts('used', `${$amount}::bigint`, 'lim', 'bill')}, false) AS allowed FROM r`;
 
-export interface UsageChange {
+export interface UsageEvent {
   organisationId: string;
   metric: MeteredMetric;
   amount: number;
+  idempotencyKey?: string;
 }
 
-/** A counter after a change: its new value and the limit in force it was checked against. */
-export interface CounterRow {
+/** What the usage statement answered for one event (see APPLY_SQL_HEAD). */
+export interface AppliedRow {
+  /** 200, 402, 404, 409, or 0: nothing applied, run it again. */
+  status: number;
+  used: number | null;
+  limit: number | null;
+  /** The metric's overage policy is `bill`. */
+  bill: boolean | null;
+  /** A key's first answer (status 200 for a repeat). */
+  response: UsageAnswer | null;
+  /** A key was taken by a concurrent report after this statement looked: roll back and run again. */
+  keyTaken: boolean;
+}
+
+/** The answer of a single report (spec §7, §13), as stored with its idempotency key. */
+export interface UsageAnswer {
+  metric: MeteredMetric;
   used: number;
   limit: number;
+  at_capacity: boolean;
+  overage?: number;
 }
 
-/** The first report made with an idempotency key, and the answer it got (null until it was applied). */
-export type IdempotentReport = Pick<UsageIdempotencyKey, 'metric' | 'amount' | 'response'>;
+export interface CheckRow {
+  used: number;
+  limit: number;
+  allowed: boolean;
+}
 
-/** Usage counters and idempotency keys. The counter change is the hot write: hand-written, prepared. */
+/** Usage counters and idempotency keys. The usage statement is the hot write: hand-written, prepared. */
 @Injectable()
 export class UsageRepository {
   private readonly notifying: boolean;
-  private readonly addSql: string;
+  private readonly applySql: string;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly config: AppConfig,
     private readonly notifications: NotificationsService,
   ) {
-    const capacity = notifications.capacitySql(ADD.ref, 'counted');
+    const capacity = notifications.capacitySql(APPLY.ref, 'applied');
     this.notifying = capacity !== undefined;
-    this.addSql = addUsageSql(capacity, meterWindowSql(config, ADD.ref, 'counted'));
+    this.applySql = applySql(capacity, meterWindowSql(config, 'applied'));
   }
 
-  /** Adds `amount` when it fits under the limit in force; undefined when refused (or no such organisation). */
-  async add({ organisationId, metric, amount }: UsageChange, m: EntityManager = this.db.manager): Promise<CounterRow | undefined> {
-    const values = ADD.values({ ...licenseStateValues(this.config, organisationId), metric, amount, ...this.notifications.capacityValues() });
-    const [row] = await preparedQuery<CounterRow>(m, this.addSql, this.notifying ? values : values.slice(0, -1));
-    return row;
-  }
-
-  /** True when the key is ours to apply; false when a live report already holds it (see `firstReport`). */
-  async claimKey(m: EntityManager, { organisationId, metric, amount }: UsageChange, key: string): Promise<boolean> {
-    const claimed = await preparedQuery(m, CLAIM_KEY_SQL, [organisationId, key, metric, amount]);
-    return claimed.length > 0;
-  }
-
-  async firstReport(m: EntityManager, organisationId: string, key: string): Promise<IdempotentReport> {
-    return m.getRepository(UsageIdempotencyKey).findOneOrFail({
-      select: { metric: true, amount: true, response: true },
-      where: { organisationId, key },
+  /** Applies the events in order (no two with the same organisation and key); one row per event. */
+  async apply(events: UsageEvent[], m: EntityManager = this.db.manager): Promise<AppliedRow[]> {
+    const { tiers, graceS } = licenseStateValues(this.config, '');
+    const values = APPLY.values({
+      tiers,
+      graceS,
+      organisations: events.map((e) => e.organisationId),
+      metrics: events.map((e) => e.metric),
+      amounts: events.map((e) => e.amount),
+      keys: events.map((e) => e.idempotencyKey ?? null),
+      ...this.notifications.capacityValues(),
     });
+    return preparedQuery<AppliedRow>(m, this.applySql, this.notifying ? values : values.slice(0, -1));
   }
 
-  async saveResponse(m: EntityManager, organisationId: string, key: string, response: object): Promise<void> {
-    await m.getRepository(UsageIdempotencyKey).update({ organisationId, key }, { response });
+  /** Undefined when the caller may not read the organisation (see LicensingRepository.status). */
+  async check(organisationId: string, userId: string | null, metric: Metric, amount: number): Promise<CheckRow | undefined> {
+    const values = CHECK.values({ ...licenseStateValues(this.config, organisationId), user: userId, metric, amount });
+    const [row] = await preparedQuery<CheckRow>(this.db, CHECK_SQL, values);
+    return row;
   }
 }

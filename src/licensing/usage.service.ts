@@ -2,76 +2,177 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppException } from '../common/app-exception';
-import { MeteredMetric } from '../config/tiers';
 import { transaction } from '../database/transaction';
 import { organisationNotFound } from '../identity/identity.service';
-import { LicensingService } from './licensing.service';
-import { UsageChange, UsageRepository } from './usage.repository';
+import { AppliedRow, UsageAnswer, UsageEvent, UsageRepository } from './usage.repository';
 
-export interface UsageReport extends UsageChange {
-  idempotencyKey?: string;
+export type { UsageAnswer, UsageEvent } from './usage.repository';
+
+/** What a single report of an event answers: 200 with the counter, or the error it would throw. */
+export type UsageOutcome = { status: 200; answer: UsageAnswer } | { status: number; error: AppException };
+
+// The most events one statement takes: a batch's limit, and the most concurrent single reports grouped.
+const MAX_EVENTS = 1000;
+// A statement answers `retry` only after a concurrent writer created a counter or took a key it wanted, and
+// the next one sees that writer's commit; a few rounds are far more than a race can need.
+const MAX_ROUNDS = 5;
+
+interface Waiting {
+  event: UsageEvent;
+  resolve: (outcome: UsageOutcome) => void;
+  reject: (err: unknown) => void;
 }
 
-export interface UsageResult {
-  metric: MeteredMetric;
-  used: number;
-  limit: number;
-  at_capacity: boolean;
-}
-
-const FOREIGN_KEY_VIOLATION = '23503';
-
-/** Records usage reported by trusted back-ends, enforcing the limits in force. */
+/**
+ * Records usage reported by trusted back-ends (spec §7, §13): every report, single or in a batch, goes
+ * through one statement (UsageRepository.apply) that applies events in order under the counters' row locks.
+ *
+ * Single reports for one organisation are grouped: while a statement for it is under way, the reports that
+ * arrive wait, and go together in the next one, in arrival order. One statement and one commit then serve
+ * many reports of a hot organisation, where each used to hold the counter's lock through its own commit.
+ * Each report is answered only after its statement committed.
+ */
 @Injectable()
 export class UsageService {
+  private readonly waiting = new Map<string, Waiting[]>();
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly usage: UsageRepository,
-    private readonly licensing: LicensingService,
   ) {}
 
-  async record(report: UsageReport): Promise<UsageResult> {
-    if (report.metric === 'ai_tokens' && report.amount < 0) {
-      throw new AppException('negative_amount', 'ai_tokens usage can only grow; amount must be positive.');
-    }
-    try {
-      if (!report.idempotencyKey) return await this.add(this.db.manager, report);
-      return await transaction(this.db, (m) => this.addOnce(m, report, report.idempotencyKey!));
-    } catch (err) {
-      if ((err as { code?: string }).code === FOREIGN_KEY_VIOLATION) throw organisationNotFound(report.organisationId);
-      throw err;
-    }
-  }
-
-  /** The key row first, then the counter, in one transaction: a refusal rolls both back. */
-  private async addOnce(m: EntityManager, report: UsageReport, key: string): Promise<UsageResult> {
-    if (!(await this.usage.claimKey(m, report, key))) {
-      const first = await this.usage.firstReport(m, report.organisationId, key);
-      if (first.metric !== report.metric || first.amount !== report.amount) {
-        throw new AppException('idempotency_key_reused', `Idempotency key "${key}" was already used for a different report.`);
+  /** A single report: its answer, or throws what a refused one answers (402, 404, 409). */
+  async record(event: UsageEvent): Promise<UsageAnswer> {
+    checkAmount(event);
+    const outcome = await new Promise<UsageOutcome>((resolve, reject) => {
+      const queue = this.waiting.get(event.organisationId);
+      if (queue) queue.push({ event, resolve, reject });
+      else {
+        this.waiting.set(event.organisationId, [{ event, resolve, reject }]);
+        void this.drain(event.organisationId);
       }
-      return first.response as UsageResult;
-    }
-    const result = await this.add(m, report);
-    await this.usage.saveResponse(m, report.organisationId, key, result);
-    return result;
+    });
+    if ('error' in outcome) throw outcome.error;
+    return outcome.answer;
   }
 
-  private async add(m: EntityManager, report: UsageReport): Promise<UsageResult> {
-    const { metric, amount } = report;
-    const row = await this.usage.add(report, m);
-    if (row) return { metric, used: row.used, limit: row.limit, at_capacity: row.used >= row.limit };
-    // Refused, or no such organisation: read why (404 from status) and say so.
-    const { used, limit } = (await this.licensing.status(report.organisationId, null, m)).usage[metric];
-    throw new LimitExceeded(used, limit, `Adding ${amount} ${metric} would exceed the limit of ${limit} in force (${used} used); nothing was recorded.`);
+  /** Events in order (at most MAX_EVENTS, their amounts checked), each with its own outcome. */
+  async apply(events: UsageEvent[]): Promise<UsageOutcome[]> {
+    if (!events.length) return [];
+    if (!events.some((e) => e.idempotencyKey !== undefined)) return this.applyIn(this.db.manager, events);
+    // With keys, a key taken by a concurrent report mid-statement means starting over with what it committed.
+    for (let round = 1; ; round++) {
+      try {
+        return await transaction(this.db, (m) => this.applyIn(m, events));
+      } catch (err) {
+        if (!(err instanceof KeyTaken) || round === MAX_ROUNDS) throw err;
+      }
+    }
+  }
+
+  /** The organisation's waiting reports, one group per statement, until none wait. */
+  private async drain(organisationId: string): Promise<void> {
+    const queue = this.waiting.get(organisationId)!;
+    while (queue.length) {
+      const group = queue.splice(0, MAX_EVENTS);
+      try {
+        const outcomes = await this.apply(group.map((w) => w.event));
+        group.forEach((w, i) => w.resolve(outcomes[i]));
+      } catch (err) {
+        // The statement (or its transaction) failed whole: nothing of the group committed.
+        for (const w of group) w.reject(err);
+      }
+    }
+    this.waiting.delete(organisationId);
+  }
+
+  /**
+   * Runs of events without a repeated key, each one statement, in order: a key used again in the same
+   * batch must see what its first use did (stored, or refused and not stored), as one by one would.
+   */
+  private async applyIn(m: EntityManager, events: UsageEvent[]): Promise<UsageOutcome[]> {
+    const outcomes: UsageOutcome[] = [];
+    for (const run of runsWithoutRepeatedKeys(events)) outcomes.push(...(await this.applyRun(m, run)));
+    return outcomes;
+  }
+
+  private async applyRun(m: EntityManager, events: UsageEvent[]): Promise<UsageOutcome[]> {
+    const outcomes = new Array<UsageOutcome>(events.length);
+    let pending = events.map((_, i) => i);
+    for (let round = 1; pending.length; round++) {
+      const rows = await this.usage.apply(
+        pending.map((i) => events[i]),
+        m,
+      );
+      if (rows.some((r) => r.keyTaken)) throw new KeyTaken();
+      const again: number[] = [];
+      rows.forEach((row, j) => {
+        const i = pending[j];
+        if (row.status === 0) again.push(i);
+        else outcomes[i] = toOutcome(events[i], row);
+      });
+      if (again.length && round === MAX_ROUNDS) throw new Error(`usage: ${again.length} event(s) still contended after ${round} rounds`);
+      pending = again;
+    }
+    return outcomes;
   }
 }
+
+/** ai_tokens only grow (spec §7); the statement is never asked to apply a negative amount of them. */
+export function checkAmount(event: UsageEvent): void {
+  if (event.metric === 'ai_tokens' && event.amount < 0) {
+    throw new AppException('negative_amount', 'ai_tokens usage can only grow; amount must be positive.');
+  }
+}
+
+function toOutcome({ organisationId, metric, amount, idempotencyKey }: UsageEvent, row: AppliedRow): UsageOutcome {
+  switch (row.status) {
+    case 200:
+      return { status: 200, answer: row.response ?? answer(metric, row) };
+    case 402: {
+      const { used, limit } = row as { used: number; limit: number };
+      const message = `Adding ${amount} ${metric} would exceed the limit of ${limit} in force (${used} used); nothing was recorded.`;
+      return { status: 402, error: new LimitExceeded(answer(metric, row), message) };
+    }
+    case 404:
+      return { status: 404, error: organisationNotFound(organisationId) };
+    default:
+      return {
+        status: 409,
+        error: new AppException('idempotency_key_reused', `Idempotency key "${idempotencyKey}" was already used for a different report.`),
+      };
+  }
+}
+
+/** The counter against its limit in force; `overage` for a metric billed past its limit (spec §13). */
+function answer(metric: UsageEvent['metric'], row: AppliedRow): UsageAnswer {
+  const used = row.used!;
+  const limit = row.limit!;
+  return { metric, used, limit, at_capacity: used >= limit, ...(row.bill ? { overage: Math.max(used - limit, 0) } : {}) };
+}
+
+/** Splits before each event whose (organisation, key) an earlier event of the same run used. */
+function runsWithoutRepeatedKeys(events: UsageEvent[]): UsageEvent[][] {
+  const runs: UsageEvent[][] = [[]];
+  let keys = new Set<string>();
+  for (const event of events) {
+    const key = event.idempotencyKey === undefined ? undefined : `${event.organisationId} ${event.idempotencyKey}`;
+    if (key !== undefined && keys.has(key)) {
+      runs.push([]);
+      keys = new Set();
+    }
+    if (key !== undefined) keys.add(key);
+    runs[runs.length - 1].push(event);
+  }
+  return runs;
+}
+
+class KeyTaken extends Error {}
 
 /** A 402: the counter and the limit it was refused against travel with it (a batch result shows them). */
 export class LimitExceeded extends AppException {
   constructor(
-    readonly used: number,
-    readonly limit: number,
+    readonly counter: UsageAnswer,
     message: string,
   ) {
     super('limit_exceeded', message);

@@ -29,8 +29,9 @@ const NOW_ISO = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z
  * The outbox write, as common table expressions for the statement that decides a change, so that the
  * decision, the message, its deliveries (one per URL) and their jobs are one round trip and one
  * transaction. `source` names a CTE with one row per message: version, tier, is_active, is_expired and
- * the columns `extraData` (pairs for json_build_object, e.g. `'metric', s.metric`) uses. The statement
- * must reference `queued` (e.g. `(SELECT count(*) FROM queued)`) for the jobs to be added.
+ * the columns `extraData` (pairs for json_build_object, e.g. `'metric', s.metric`) uses. `p.organisation`
+ * is a parameter, or a column of `s` (`s.organisation_id`) when messages are for several organisations. The
+ * statement must reference `queued` (e.g. `(SELECT count(*) FROM queued)`) for the jobs to be added.
  */
 export function outboxSql(p: OutboxParams, source: string, type: NotificationType, extraData = ''): string {
   const $org = `${p.organisation}::uuid`;
@@ -62,33 +63,38 @@ export function outboxSql(p: OutboxParams, source: string, type: NotificationTyp
   )`;
 }
 
-export interface CapacityParams extends OutboxParams {
-  metric: string;
-  amount: string;
-}
+export type CapacityParams = Pick<OutboxParams, 'urls'>;
 
 /**
- * For licensing's usage write (one statement): a `usage.capacity` message when the counter change in CTE
- * `counted` (columns used, "limit") moved the metric across its limit in force. The value before is
- * `used - amount` (exact, the counter row being locked by the write; for a decrease stopped at 0 it is
- * the most it can have been). The message's version is taken under the organisation's notice-state row
- * lock, and its license fields are the license last notified, which is what a receiver holds at the
- * previous version. No crossing: the CTEs below do nothing.
+ * For licensing's usage write (one statement): a `usage.capacity` message for each applied event of CTE
+ * `applied` (columns organisation_id, metric, n (its order), before, used, "limit") that moved its metric
+ * across the limit in force, in event order. The values before and after are exact: the counter rows are
+ * locked by the write. Each organisation's notice-state row is bumped once by its number of crossings,
+ * under its lock (rows taken in organisation order, as the write takes its counters); its messages get the
+ * versions in between, and their license fields are the license last notified, which is what a receiver
+ * holds at the previous version. No crossing: the CTEs below do nothing.
  */
-export function capacityNotificationSql(p: CapacityParams, counted: string): string {
+export function capacityNotificationSql(p: CapacityParams, applied: string): string {
   return `
   crossed AS (
-    SELECT c.used, c."limit", c.used >= c."limit" AS at_capacity FROM ${counted} c
-    WHERE (c.used >= c."limit") <> (c.used - ${p.amount}::bigint >= c."limit")
+    SELECT a.organisation_id, a.metric, a.used, a."limit", a.used >= a."limit" AS at_capacity,
+           row_number() OVER (PARTITION BY a.organisation_id ORDER BY a.n) AS rank,
+           count(*) OVER (PARTITION BY a.organisation_id) AS crossings
+    FROM ${applied} a
+    WHERE (a.used >= a."limit") <> (a.before >= a."limit")
   ),
   bumped AS (
     INSERT INTO notification_states AS n (organisation_id, version)
-    SELECT ${p.organisation}::uuid, 1 FROM crossed
-    ON CONFLICT (organisation_id) DO UPDATE SET version = n.version + 1
-    RETURNING n.version, n.tier, n.is_active, n.is_expired
+    SELECT organisation_id, max(crossings) FROM crossed GROUP BY organisation_id ORDER BY organisation_id
+    ON CONFLICT (organisation_id) DO UPDATE SET version = n.version + EXCLUDED.version
+    RETURNING n.organisation_id, n.version, n.tier, n.is_active, n.is_expired
   ),
-  capacity AS (SELECT b.*, c.used, c."limit", c.at_capacity FROM bumped b CROSS JOIN crossed c),
-  ${outboxSql(p, 'capacity', 'usage.capacity', `'metric', ${p.metric}::text, 'used', s.used, 'limit', s."limit", 'at_capacity', s.at_capacity`)}`;
+  capacity AS (
+    SELECT c.organisation_id, b.version - c.crossings + c.rank AS version, b.tier, b.is_active, b.is_expired,
+           c.metric, c.used, c."limit", c.at_capacity
+    FROM crossed c JOIN bumped b USING (organisation_id)
+  ),
+  ${outboxSql({ ...p, organisation: 's.organisation_id' }, 'capacity', 'usage.capacity', `'metric', s.metric, 'used', s.used, 'limit', s."limit", 'at_capacity', s.at_capacity`)}`;
 }
 
 /**

@@ -40,11 +40,11 @@ export class NotificationsService {
   }
 
   /**
-   * The CTEs licensing's usage write embeds after its counter upsert `counted` (columns used, "limit"), or
-   * undefined when nothing is sent. Their parameters are the write's own plus `urls` (capacityValues).
+   * The CTEs licensing's usage write embeds after `applied`, its applied events (see capacityNotificationSql),
+   * or undefined when nothing is sent. Their parameter is the write's `urls` (capacityValues).
    */
-  capacitySql(params: CapacityParams, counted: string): string | undefined {
-    return this.enabled ? capacityNotificationSql(params, counted) : undefined;
+  capacitySql(params: CapacityParams, applied: string): string | undefined {
+    return this.enabled ? capacityNotificationSql(params, applied) : undefined;
   }
 
   capacityValues(): { urls: string[] } {

@@ -6,6 +6,8 @@ import '../entitlements.e2e-spec';
 import '../licensing-cli.e2e-spec';
 import '../usage.e2e-spec';
 import '../usage-batch.e2e-spec';
+import '../usage-overage.e2e-spec';
+import '../usage-hot.e2e-spec';
 import '../hot-statement-plans.e2e-spec';
 import '../data-growth.e2e-spec';
 import '../entitlement-token.e2e-spec';

@@ -968,7 +968,7 @@ export interface components {
             overrides: components["schemas"]["OverrideRecord"][];
         };
         CheckResponse: {
-            /** @description used + amount <= limit */
+            /** @description used + amount <= limit, or the metric is billed past its limit (overage `bill`) */
             allowed: boolean;
             used: number;
             limit: number;
@@ -1009,6 +1009,8 @@ export interface components {
             at_capacity: boolean;
             /** @enum {string} */
             metric: "projects" | "ai_tokens";
+            /** @description max(used - limit, 0): present for a metric whose overage policy is `bill` (accepted past its limit, spec §13), absent for `block` */
+            overage?: number;
         };
         UsageBatchEvent: {
             /**
@@ -1063,6 +1065,8 @@ export interface components {
             limit: number | null;
             /** @description used >= limit (200, 402); else null */
             at_capacity: boolean | null;
+            /** @description max(used - limit, 0): present for a metric whose overage policy is `bill` (accepted past its limit, spec §13), absent for `block` (200, 402) */
+            overage?: number;
             /**
              * @description The error code a single report would get (absent on 200)
              * @example limit_exceeded

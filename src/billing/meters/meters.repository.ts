@@ -27,32 +27,30 @@ export const METER_WINDOW_TASK = 'meter_window';
 /** The queue's task that closes the windows that ended (one job, rescheduled at the next window's end). */
 export const METER_FLUSH_TASK = 'meter_flush';
 
-/** Where licensing's usage write keeps the values the fragment reads (see namedParams). */
-export interface MeterParams {
-  organisation: string;
-  metric: string;
-  amount: string;
-}
-
 /**
- * For licensing's usage write (one statement): adds an accepted increase to its window, in the transaction
- * that accepts it. `counted` names the write's CTE that has a row only when the change was accepted. Nothing
- * is written for a decrease, a metric with no PAYPROVIDER_METER_<METRIC>, or an organisation without a
- * provider customer (usage before it has one is never reported). Undefined when no metric is metered: the
- * write then carries nothing of it. A data-modifying CTE, so it runs whether or not the statement reads it.
+ * For licensing's usage write (one statement, any number of events): adds the accepted increases to their
+ * windows, in the transaction that accepts them. `applied` names the write's CTE of applied events (columns
+ * organisation_id, metric, amount), summed per organisation and metric first, so each window is written
+ * once per statement (windows picked in organisation order). Nothing is written for a decrease, a metric with
+ * no PAYPROVIDER_METER_<METRIC>, or an organisation without a provider customer (usage before it has one is
+ * never reported). Undefined when no metric is metered: the write then carries nothing of it. A
+ * data-modifying CTE, so it runs whether or not the statement reads it.
  */
-export function meterWindowSql(config: Pick<AppConfig, 'providerMeters' | 'meterFlushS'>, p: MeterParams, counted: string): string | undefined {
+export function meterWindowSql(config: Pick<AppConfig, 'providerMeters' | 'meterFlushS'>, applied: string): string | undefined {
   const metrics = Object.keys(config.providerMeters);
   if (!metrics.length) return undefined;
   const flushS = config.meterFlushS;
   return `
   meter_window AS (
     INSERT INTO meter_windows AS w (organisation_id, metric, window_start, window_end, customer_id, value)
-    SELECT s.id, ${p.metric}::text, s.start, s.start + ${flushS}, s.customer, ${p.amount}::bigint
-    FROM (SELECT o.id, o.provider_customer_id AS customer, meter_window_start(o.id, ${p.metric}::text, ${flushS}) AS start
-          FROM ${counted} c JOIN organisations o ON o.id = ${p.organisation}::uuid
-          WHERE ${p.amount}::bigint > 0 AND o.provider_customer_id IS NOT NULL
-            AND ${p.metric}::text IN (${metrics.map((m) => `'${m}'`).join(', ')})) s
+    SELECT s.id, s.metric, s.start, s.start + ${flushS}, s.customer, s.value
+    FROM (SELECT t.id, t.metric, t.customer, t.value, meter_window_start(t.id, t.metric, ${flushS}) AS start
+          FROM (SELECT o.id, a.metric, o.provider_customer_id AS customer, sum(a.amount) AS value
+                FROM ${applied} a JOIN organisations o ON o.id = a.organisation_id
+                WHERE a.amount > 0 AND o.provider_customer_id IS NOT NULL
+                  AND a.metric IN (${metrics.map((m) => `'${m}'`).join(', ')})
+                GROUP BY o.id, a.metric, o.provider_customer_id
+                ORDER BY o.id, a.metric) t) s
     ON CONFLICT (organisation_id, metric, window_start) DO UPDATE SET value = w.value + EXCLUDED.value
   )`;
 }
