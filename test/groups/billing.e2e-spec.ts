@@ -12,3 +12,4 @@ import '../billing-plans.e2e-spec';
 import '../billing-meters.e2e-spec';
 import '../billing-subscription.e2e-spec';
 import '../billing-subscription-concurrency.e2e-spec';
+import '../billing-subscription-sandbox.e2e-spec';
