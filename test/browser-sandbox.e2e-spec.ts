@@ -1,7 +1,12 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import type { Browser } from 'playwright-core';
-import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { SandboxStore } from '../src/billing/sandbox/sandbox.store';
+import { cli } from './support/run-cli';
+import { createOrganisation, createUserWithSession, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
 import { launchChromium } from './support/browser';
 
 jest.setTimeout(60_000);
@@ -69,5 +74,121 @@ describe('sandbox checkout in a browser', () => {
     await page.goto(portal.body.url);
     expect(await page.getByText('This customer has no active subscription.').count()).toBe(1);
     await page.close();
+  });
+});
+
+/**
+ * Spec §11.6 in a browser, on a phone's width: a per-seat plan bought with a trial on the sandbox's checkout
+ * page (seats changed there first), seats added in its portal (now, free during the trial), a downgrade of seats
+ * scheduled for the period's end (through the service's route, as a web app does; the portal shows it), then the
+ * test clock moved past the trial's end. The license is read after each step.
+ */
+describe('sandbox plans in a browser: seats, a trial, a scheduled downgrade, the test clock', () => {
+  const PHONE = { width: 375, height: 667 };
+  let webApp: Server;
+  let appUrl: string;
+  let t: TestApp;
+  let browser: Browser | undefined;
+
+  beforeAll(async () => {
+    webApp = createServer((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+      res.end('<!doctype html><html lang="en"><title>Web app</title><h1>Web app</h1></html>');
+    });
+    await new Promise<void>((resolve) => webApp.listen(0, '127.0.0.1', resolve));
+    appUrl = `http://127.0.0.1:${(webApp.address() as AddressInfo).port}`;
+    browser = await launchChromium();
+    if (!browser) return;
+    const tiersFile = join(mkdtempSync(join(tmpdir(), 'browser-tiers-')), 'tiers.json');
+    writeFileSync(tiersFile, JSON.stringify({
+      free: { projects: 3, ai_tokens: 100000, users: 3 },
+      pro: { projects: 25, ai_tokens: 2000000, users: 10 },
+      team: { projects: 100, ai_tokens: 10000000, users: { per_seat: true, max: 50 }, trial_days: 14 },
+    }));
+    t = await startTestApp({ env: { APP_URL: appUrl, TIERS_FILE: tiersFile } });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    await new Promise((resolve) => webApp?.close(resolve));
+  });
+
+  const scrollWidth = (page: Page) => page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth as number);
+
+  it('buys 3 seats of team with a trial, adds 2, schedules a drop to 4, and the clock applies it after the trial', async () => {
+    if (!browser) return; // no Chromium on this machine (not CI): global setup printed one line saying so
+    const orgId = (await createOrganisation(t)).id;
+    const owner = await createUserWithSession(t, { org: orgId, role: 'owner' });
+    const read = async () => {
+      const status = (await t.http().get('/api/licensing/status').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body;
+      const { subscription } = (await t.http().get('/api/billing/subscription').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body;
+      return { license: status.license, users: status.usage.users.limit, subscription };
+    };
+    // The sandbox's checkout as the provider is asked for one: team, 2 seats, a 14-day trial, a card optional.
+    const session = await t.app.get(SandboxStore).createCheckout({
+      tier: 'team', interval: 'month', quantity: 2, trialDays: 14, paymentMethodCollection: 'if_required',
+      metadata: { organisation_id: orgId, tier: 'team' }, clientReferenceId: orgId,
+      successUrl: `${appUrl}/billing/success?session_id={CHECKOUT_SESSION_ID}`, cancelUrl: `${appUrl}/billing/cancel`,
+    });
+    const context = await browser.newContext({ viewport: PHONE, isMobile: true, hasTouch: true });
+    const page = await context.newPage();
+
+    await page.goto(`${t.baseUrl}/sandbox/checkout/${session.id}`);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Subscribe to team');
+    expect(await page.getByText('14 days free').count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'Start trial without a card' }).count()).toBe(1);
+    expect(await scrollWidth(page)).toBeLessThanOrEqual(PHONE.width);
+    await page.getByLabel('Seats', { exact: true }).fill('3');
+    await Promise.all([page.waitForURL(/seats=3/), page.getByRole('button', { name: 'Update total' }).click()]);
+    expect(await page.getByRole('definition').filter({ hasText: /^€297\.00 per month \(3 seats\)$/ }).count()).toBe(1);
+    await Promise.all([page.waitForURL(`${appUrl}/billing/success?session_id=${session.id}`), page.getByRole('button', { name: 'Add card and start trial' }).click()]);
+    expect(await read()).toMatchObject({
+      license: { tier: 'team', is_active: true, is_expired: false },
+      users: 3,
+      subscription: { status: 'trialing', seats: 3, pending_change: null },
+    });
+
+    // The portal: 5 seats now (bigger: at once; nothing to pay in a trial).
+    const portal = (await t.http().get('/api/billing/portal').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body.url;
+    await page.goto(portal);
+    expect(await scrollWidth(page)).toBeLessThanOrEqual(PHONE.width);
+    await page.getByLabel('Seats', { exact: true }).fill('5');
+    await Promise.all([page.waitForURL(`${appUrl}/billing`), page.getByRole('button', { name: 'Change plan' }).click()]);
+    expect(await read()).toMatchObject({ license: { tier: 'team', is_active: true }, users: 5, subscription: { seats: 5, pending_change: null } });
+
+    // 4 seats, through the service's own route as the web app asks: smaller, so it waits for the period's end
+    // (the trial's end) as a schedule, which the portal shows.
+    await t.http().post('/api/billing/subscription/change').set(owner.auth).send({ organisation_id: orgId, seats: 4 }).expect(200);
+    const scheduled = await read();
+    expect(scheduled).toMatchObject({ users: 5, subscription: { seats: 5, pending_change: { tier: 'team', seats: 4, interval: 'month' } } });
+    await page.goto(portal);
+    expect(await page.getByRole('definition').filter({ hasText: /^team, €396\.00 per month \(4 seats\), from / }).count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'Keep the current plan' }).count()).toBe(1);
+    expect(await scrollWidth(page)).toBeLessThanOrEqual(PHONE.width);
+
+    // The clock past the trial's end: the schedule's 4 seats hold, and the first invoice charges them.
+    const env = { PAYPROVIDER_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET };
+    const moved = await cli(['sandbox:advance', '--org', orgId, '--days', '15', '--url', `${t.baseUrl}/api/webhooks/payprovider`], env, { app: t.app });
+    expect(moved.code).toBe(0);
+    expect(moved.json.events.map((e: { type: string }) => e.type)).toEqual([
+      'customer.subscription.trial_will_end',
+      'subscription_schedule.released',
+      'customer.subscription.updated',
+      'invoice.paid',
+    ]);
+    expect(await read()).toMatchObject({
+      license: { tier: 'team', is_active: true, is_expired: false },
+      users: 4,
+      subscription: { status: 'active', seats: 4, pending_change: null },
+    });
+    const history = (await t.http().get('/api/billing/history').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body.data;
+    expect(history.map((h: { amount_paid: number }) => h.amount_paid).sort((a: number, b: number) => a - b)).toEqual([0, 4 * 9900]);
+
+    // The invoice page, on the phone too.
+    const invoiceUrl = history.find((h: { amount_paid: number }) => h.amount_paid > 0).hosted_invoice_url;
+    await page.goto(invoiceUrl);
+    expect(await page.getByText('4 × team (monthly)').count()).toBe(1);
+    expect(await scrollWidth(page)).toBeLessThanOrEqual(PHONE.width);
+    await context.close();
   });
 });
