@@ -38,7 +38,7 @@ export const eventCommands: Record<string, CliCommand> = {
           `--since must be a whole number of days from 1 to ${EVENT_RETENTION_DAYS} (the provider keeps ${EVENT_RETENTION_DAYS})`) ??
         EVENT_RETENTION_DAYS;
       // A provider that cannot be reached throws: non-zero exit, what was applied stays applied.
-      return app!.get(ProviderSync).run(since);
+      return app!.get(ProviderSync).run(since, cliActor().actor);
     },
   },
 };

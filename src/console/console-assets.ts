@@ -57,6 +57,8 @@ dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 .chart canvas { width: 100%; height: 16rem; }
 .pager { display: flex; gap: 1rem; margin: 1rem 0; }
 .muted { color: var(--muted); }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+ul.pager { list-style: none; padding: 0; }
 @media (max-width: 40rem) {
   .top { padding: .5rem .75rem; }
   main { padding: .75rem .75rem 2rem; }

@@ -47,7 +47,7 @@ const helpers = {
   percent(used: number, limit: number): number {
     return limit > 0 ? Math.min(100, Math.round((used / limit) * 100)) : used > 0 ? 100 : 0;
   },
-  query(params: Record<string, string | number | undefined | null>): string {
+  params(params: Record<string, string | number | undefined | null>): string {
     const search = new URLSearchParams();
     for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== null && value !== '') search.set(name, String(value));
     const text = search.toString();

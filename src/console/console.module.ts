@@ -1,4 +1,7 @@
 import { Module } from '@nestjs/common';
+import { LicensingModule } from '../licensing/licensing.module';
+import { NotificationsModule } from '../notifications/notifications.module';
+import { WebhookModule } from '../webhook/webhook.module';
 import { ConsoleAuthRepository } from './console-auth.repository';
 import { ConsoleAuthService } from './console-auth.service';
 import { ConsoleExceptionFilter } from './console-exception.filter';
@@ -15,6 +18,7 @@ import { SignInController } from './sign-in.controller';
  * itself: its actions call the owning modules' services, which audit them.
  */
 @Module({
+  imports: [LicensingModule, NotificationsModule, WebhookModule],
   controllers: [SignInController, ConsoleController],
   providers: [ConsoleAuthRepository, ConsoleAuthService, ConsoleSessionGuard, ConsoleExceptionFilter, ConsoleViews, ConsoleRepository, ConsoleService],
   exports: [ConsoleAuthService],

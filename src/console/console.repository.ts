@@ -12,6 +12,73 @@ export interface OverviewRows {
   notifications: { pending: number; failed: number };
 }
 
+export interface OrganisationRow {
+  id: string;
+  name: string;
+  externalId: string | null;
+  customerId: string | null;
+  createdAt: Date;
+}
+
+export interface EventRow {
+  id: string;
+  type: string;
+  status: string;
+  reason: string | null;
+  organisationId: string | null;
+  customerId: string | null;
+  subscriptionId: string | null;
+  source: string;
+  attempts: number;
+  receivedAt: Date;
+  /** received_at as PostgreSQL prints it (to the microsecond): the keyset cursor's time. */
+  cursor: string;
+}
+
+export interface EventFilter {
+  status?: string;
+  type?: string;
+  /** Received at or after / before these times. */
+  from?: Date;
+  to?: Date;
+  organisationId?: string;
+  /** Keyset: strictly older than this event (received_at, id). */
+  before?: { receivedAt: string; id: string };
+}
+
+export interface OrganisationDetail {
+  members: { userId: string; email: string; role: string; since: Date }[];
+  subscriptions: {
+    subscriptionId: string;
+    tier: string | null;
+    status: string | null;
+    seats: number | null;
+    interval: string | null;
+    trialEnd: number | null;
+    currentPeriodStart: number | null;
+    currentPeriodEnd: number | null;
+    cancelAtPeriodEnd: boolean;
+    pendingChange: Record<string, unknown> | null;
+    pastDueSince: number | null;
+  }[];
+  invoices: { invoiceId: string; amountPaid: number; currency: string; paidAt: number; periodStart: number | null; periodEnd: number | null; hostedInvoiceUrl: string | null }[];
+  notifications: { id: string; type: string; version: number; createdAt: Date; status: string; attempts: number; lastError: string | null }[];
+}
+
+export interface SyncRunRow {
+  id: string;
+  trigger: string;
+  startedAt: Date;
+  finishedAt: Date | null;
+  outcome: string;
+  summary: Record<string, number> | null;
+  error: string | null;
+}
+
+/** `%`, `_` and `\` in a search taken literally by LIKE. */
+const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /**
  * The console's reads across the modules' tables (spec §14): the only file with SQL for its pages. It only
  * reads; every change the console makes goes through the owning module's service.
@@ -42,5 +109,123 @@ export class ConsoleRepository {
                (SELECT count(*)::int FROM notification_deliveries WHERE status = 'failed') AS failed`),
     ]);
     return { organisations: organisations.count, byTier, byStatus, eventsPerHour, notifications };
+  }
+
+  /**
+   * Organisations matching `query` (every one when empty): a part of the name (any case), or exactly the id,
+   * external id, provider customer id, a member's email or a subscription id. By name, then id; keyset after
+   * `after`. The query is a parameter, never SQL; LIKE's wildcards in it are taken literally.
+   */
+  searchOrganisations(query: string, after: { name: string; id: string } | undefined, rows: number): Promise<OrganisationRow[]> {
+    return this.db.query(
+      `SELECT o.id, o.name, o.external_id AS "externalId", o.provider_customer_id AS "customerId", o.created_at AS "createdAt"
+       FROM organisations o
+       WHERE ($1 = '' OR o.name ILIKE '%' || $2 || '%' OR o.id = $3::uuid OR o.external_id = $1 OR o.provider_customer_id = $1
+              OR o.id IN (SELECT m.organisation_id FROM memberships m JOIN users u ON u.id = m.user_id WHERE u.email = lower($1))
+              OR o.id IN (SELECT s.organisation_id FROM provider_subscriptions s WHERE s.subscription_id = $1))
+         AND ($4::text IS NULL OR (o.name, o.id) > ($4::text, $5::uuid))
+       ORDER BY o.name, o.id LIMIT $6`,
+      [query, likeLiteral(query), UUID.test(query) ? query : null, after?.name ?? null, after?.id ?? null, rows],
+    );
+  }
+
+  async organisation(id: string): Promise<OrganisationRow | undefined> {
+    if (!UUID.test(id)) return undefined;
+    const rows = await this.db.query<OrganisationRow[]>(
+      `SELECT id, name, external_id AS "externalId", provider_customer_id AS "customerId", created_at AS "createdAt"
+       FROM organisations WHERE id = $1`,
+      [id],
+    );
+    return rows[0];
+  }
+
+  /** What the organisation page shows besides the license: each list newest first, at most `rows` long. */
+  async organisationDetail(id: string, rows: number): Promise<OrganisationDetail> {
+    const [members, subscriptions, invoices, notifications] = await Promise.all([
+      this.db.query(
+        `SELECT u.id AS "userId", u.email, m.role, m.created_at AS since
+         FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.organisation_id = $1 ORDER BY m.created_at, u.email LIMIT $2`,
+        [id, rows],
+      ),
+      this.db.query(
+        `SELECT subscription_id AS "subscriptionId", tier, status, seats, interval, trial_end::float8 AS "trialEnd",
+                current_period_start::float8 AS "currentPeriodStart", current_period_end::float8 AS "currentPeriodEnd",
+                cancel_at_period_end AS "cancelAtPeriodEnd", pending_change AS "pendingChange", past_due_since::float8 AS "pastDueSince"
+         FROM provider_subscriptions WHERE organisation_id = $1 ORDER BY updated_at DESC LIMIT $2`,
+        [id, rows],
+      ),
+      this.db.query(
+        `SELECT invoice_id AS "invoiceId", amount_paid::float8 AS "amountPaid", currency, paid_at::float8 AS "paidAt",
+                period_start::float8 AS "periodStart", period_end::float8 AS "periodEnd", hosted_invoice_url AS "hostedInvoiceUrl"
+         FROM billing_history WHERE organisation_id = $1 ORDER BY paid_at DESC, id DESC LIMIT $2`,
+        [id, rows],
+      ),
+      this.db.query(
+        `SELECT m.id, m.type, m.version::float8 AS version, m.created_at AS "createdAt",
+                CASE WHEN bool_or(d.status = 'pending') THEN 'pending' WHEN bool_or(d.status = 'failed') THEN 'failed' ELSE 'delivered' END AS status,
+                COALESCE(sum(d.attempts), 0)::int AS attempts, max(d.last_error) AS "lastError"
+         FROM notification_messages m LEFT JOIN notification_deliveries d ON d.message_id = m.id
+         WHERE m.organisation_id = $1 GROUP BY m.id ORDER BY m.version DESC LIMIT $2`,
+        [id, rows],
+      ),
+    ]);
+    return { members, subscriptions, invoices, notifications };
+  }
+
+  /** Webhook events, newest first (received_at, id), filtered. */
+  events(filter: EventFilter, rows: number): Promise<EventRow[]> {
+    return this.db.query(
+      `SELECT id, type, status, reason, organisation_id AS "organisationId", customer_id AS "customerId",
+              subscription_id AS "subscriptionId", source, attempts, received_at AS "receivedAt", received_at::text AS cursor
+       FROM webhook_events
+       WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR type = $2)
+         AND ($3::timestamptz IS NULL OR received_at >= $3) AND ($4::timestamptz IS NULL OR received_at < $4)
+         AND ($5::uuid IS NULL OR organisation_id = $5)
+         AND ($6::timestamptz IS NULL OR (received_at, id) < ($6, $7::text))
+       ORDER BY received_at DESC, id DESC LIMIT $8`,
+      [
+        filter.status ?? null,
+        filter.type ?? null,
+        filter.from ?? null,
+        filter.to ?? null,
+        filter.organisationId ?? null,
+        filter.before?.receivedAt ?? null,
+        filter.before?.id ?? null,
+        rows,
+      ],
+    );
+  }
+
+  /** One event with its stored payload (as received, JSON text). */
+  async event(id: string): Promise<(Omit<EventRow, 'cursor'> & { payload: string; processedAt: Date | null; created: number }) | undefined> {
+    const rows = await this.db.query(
+      `SELECT id, type, status, reason, organisation_id AS "organisationId", customer_id AS "customerId",
+              subscription_id AS "subscriptionId", source, attempts, received_at AS "receivedAt",
+              processed_at AS "processedAt", created::float8 AS created, payload
+       FROM webhook_events WHERE id = $1`,
+      [id],
+    );
+    return rows[0];
+  }
+
+  /** The event types the ledger holds (for the filter's choices). */
+  async eventTypes(): Promise<string[]> {
+    // A loose index scan: one index probe per distinct type instead of reading every row.
+    const rows = await this.db.query<{ type: string }[]>(
+      `WITH RECURSIVE t AS (
+         (SELECT type FROM webhook_events ORDER BY type LIMIT 1)
+         UNION ALL
+         SELECT (SELECT type FROM webhook_events WHERE type > t.type ORDER BY type LIMIT 1) FROM t WHERE t.type IS NOT NULL)
+       SELECT type FROM t WHERE type IS NOT NULL`,
+    );
+    return rows.map((r) => r.type);
+  }
+
+  syncRuns(rows: number): Promise<SyncRunRow[]> {
+    return this.db.query(
+      `SELECT id, trigger, started_at AS "startedAt", finished_at AS "finishedAt", outcome, summary, error
+       FROM provider_sync_runs ORDER BY started_at DESC LIMIT $1`,
+      [rows],
+    );
   }
 }

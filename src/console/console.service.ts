@@ -1,5 +1,18 @@
 import { Injectable } from '@nestjs/common';
-import { ConsoleRepository, OverviewRows } from './console.repository';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
+import { AppException } from '../common/app-exception';
+import { transaction } from '../database/transaction';
+import { LicensingService } from '../licensing/licensing.service';
+import { NotificationOutbox } from '../notifications/notification-outbox.service';
+import { DeliveryStatus } from '../notifications/notification-delivery.entity';
+import { EventDispatcher } from '../webhook/event-dispatcher';
+import { ProviderSyncSchedule } from '../webhook/provider-sync.schedule';
+import { LedgerStatus } from '../webhook/webhook-event.entity';
+import type { Operator } from './console-auth.service';
+import type { Flash } from './console-views';
+import { ConsoleRepository, EventFilter, EventRow, OverviewRows } from './console.repository';
 
 export interface HourlyChart {
   /** `HH:00` (UTC) of each of the last 24 hours, oldest first. */
@@ -19,6 +32,11 @@ export interface Overview {
   chart: HourlyChart;
 }
 
+/** Rows per page of every list. */
+export const PAGE_ROWS = 50;
+/** Rows of each list on the organisation page. */
+const DETAIL_ROWS = 20;
+
 // The chart's series: the outcomes an operator acts on, the rest together.
 const SERIES: { label: string; statuses: string[] }[] = [
   { label: 'processed', statuses: ['processed'] },
@@ -27,10 +45,39 @@ const SERIES: { label: string; statuses: string[] }[] = [
   { label: 'other (duplicate, stale, ignored)', statuses: ['duplicate', 'stale', 'ignored'] },
 ];
 
-/** What the console's pages show, shaped from the console repository's reads. */
+/** The ledger statuses a replay can change: the others are final (spec §14). */
+export const REPLAYABLE: readonly LedgerStatus[] = ['failed', 'unmatched'];
+
+/** A keyset cursor as it travels in a URL: opaque, base64url of JSON. */
+export const cursor = {
+  encode: (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url'),
+  decode<T>(text: unknown, valid: (value: any) => value is T): T | undefined {
+    if (typeof text !== 'string' || text === '') return undefined;
+    try {
+      const value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+      if (valid(value)) return value;
+    } catch {
+      // fall through: a cursor that is not one of ours
+    }
+    throw new AppException('validation_failed', 'The page cursor is not valid: start from the first page.');
+  },
+};
+
+/**
+ * What the console's pages show, from the console repository's reads and the modules' services, and its
+ * actions, each through the owning module's service (which writes the audit entry in its transaction).
+ */
 @Injectable()
 export class ConsoleService {
-  constructor(private readonly repository: ConsoleRepository) {}
+  constructor(
+    private readonly repository: ConsoleRepository,
+    private readonly licensing: LicensingService,
+    private readonly dispatcher: EventDispatcher,
+    private readonly outbox: NotificationOutbox,
+    private readonly sync: ProviderSyncSchedule,
+    private readonly audit: AuditService,
+    @InjectDataSource() private readonly db: DataSource,
+  ) {}
 
   async overview(now = new Date()): Promise<Overview> {
     const rows = await this.repository.overview();
@@ -47,6 +94,94 @@ export class ConsoleService {
       chart: hourlyChart(rows.eventsPerHour, now),
     };
   }
+
+  async organisations(query: string, after: string | undefined) {
+    const key = cursor.decode(after, (v): v is { name: string; id: string } => typeof v?.name === 'string' && typeof v?.id === 'string');
+    const rows = await this.repository.searchOrganisations(query.trim().slice(0, 200), key, PAGE_ROWS + 1);
+    const page = rows.slice(0, PAGE_ROWS);
+    const last = page.at(-1);
+    return { rows: page, next: rows.length > PAGE_ROWS && last ? cursor.encode({ name: last.name, id: last.id }) : undefined };
+  }
+
+  async organisation(id: string) {
+    const organisation = await this.repository.organisation(id);
+    if (!organisation) throw new AppException('organisation_not_found', `No organisation with id ${id}.`);
+    const [status, detail, events, audit] = await Promise.all([
+      this.licensing.status(id, null),
+      this.repository.organisationDetail(id, DETAIL_ROWS),
+      this.repository.events({ organisationId: id }, DETAIL_ROWS),
+      this.audit.page({ organisationId: id, limit: DETAIL_ROWS }),
+    ]);
+    return { organisation, status, ...detail, events, audit: audit.data };
+  }
+
+  async events(filter: Omit<EventFilter, 'before'>, before: string | undefined) {
+    const key = cursor.decode(before, (v): v is { at: string; id: string } => typeof v?.at === 'string' && typeof v?.id === 'string');
+    const [rows, types] = await Promise.all([
+      this.repository.events({ ...filter, before: key && { receivedAt: key.at, id: key.id } }, PAGE_ROWS + 1),
+      this.repository.eventTypes(),
+    ]);
+    const page = rows.slice(0, PAGE_ROWS);
+    const last = page.at(-1);
+    return { rows: page, types, next: rows.length > PAGE_ROWS && last ? cursor.encode({ at: last.cursor, id: last.id }) : undefined };
+  }
+
+  async event(id: string) {
+    const event = await this.repository.event(id);
+    if (!event) throw new AppException('event_not_found', `No webhook event with id ${id}.`);
+    let payload = event.payload;
+    try {
+      payload = JSON.stringify(JSON.parse(event.payload), null, 2);
+    } catch {
+      // shown as stored
+    }
+    return { ...event, payload, replayable: REPLAYABLE.includes(event.status as LedgerStatus) };
+  }
+
+  notifications(status: DeliveryStatus | undefined) {
+    return this.outbox.list(status, PAGE_ROWS);
+  }
+
+  auditLog(startingAfter: string | undefined) {
+    return this.audit.page({ limit: PAGE_ROWS, startingAfter });
+  }
+
+  syncRuns() {
+    return this.repository.syncRuns(PAGE_ROWS);
+  }
+
+  /** Replays a `failed` or `unmatched` event through the dispatcher (audited there as `event.replayed`). */
+  async replay(id: string, operator: Operator): Promise<Flash> {
+    const event = await this.repository.event(id);
+    if (!event) return { kind: 'refused', text: `Refused: there is no webhook event ${id}.` };
+    if (!REPLAYABLE.includes(event.status as LedgerStatus)) {
+      return { kind: 'refused', text: `Refused: event ${id} is ${event.status}; only a failed or unmatched event can be replayed (its outcome is final).` };
+    }
+    const result = await this.dispatcher.replay(id, operator.actor);
+    return result.status === 'processed'
+      ? { kind: 'done', text: `Replayed event ${id}: processed.` }
+      : { kind: 'refused', text: `Replayed event ${id}: still ${result.status}${result.reason ? ` (${result.reason})` : ''}.` };
+  }
+
+  /** Sends a notification again to every URL (audited by the outbox as `notification.retried`). */
+  async retry(id: string, operator: Operator): Promise<Flash> {
+    try {
+      const { requeued } = await this.outbox.retry(id, operator.actor);
+      return { kind: 'done', text: `Notification ${id} queued again for ${requeued} URL${requeued === 1 ? '' : 's'}.` };
+    } catch (err) {
+      if (err instanceof AppException && err.code === 'notification_not_found') return { kind: 'refused', text: `Refused: ${err.message}` };
+      throw err;
+    }
+  }
+
+  /** Starts a reconciliation run now, in the background, unless one is under way (audited as `reconciliation.started`). */
+  async runSync(operator: Operator): Promise<Flash> {
+    if ((await this.sync.start(operator.actor.actor)) === 'busy') {
+      return { kind: 'refused', text: 'Refused: a reconciliation run is already under way (here or on another instance). Try again when it has finished.' };
+    }
+    await transaction(this.db, (m) => this.audit.record(m, operator.actor, { action: 'reconciliation.started', organisationId: null }));
+    return { kind: 'done', text: 'Reconciliation started. It runs in the background: reload this page to see its summary.' };
+  }
 }
 
 function hourlyChart(rows: OverviewRows['eventsPerHour'], now: Date): HourlyChart {
@@ -59,3 +194,5 @@ function hourlyChart(rows: OverviewRows['eventsPerHour'], now: Date): HourlyChar
     })),
   };
 }
+
+export type { EventRow };

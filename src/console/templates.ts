@@ -114,4 +114,320 @@ const overview = String.raw`<% layout('@layout') %>
 </section>
 `;
 
-export const TEMPLATES = { layout, signIn, link, error, overview };
+
+// A POST button: the CSRF token, where to come back to, and a label that names what it acts on.
+const action = String.raw`<form class="inline" method="post" action="<%= it.action %>">
+<input type="hidden" name="_csrf" value="<%= it.csrf %>">
+<% if (it.back) { %><input type="hidden" name="back" value="<%= it.back %>"><% } %>
+<button type="submit"<% if (it.label) { %> aria-label="<%= it.label %>"<% } %>><%= it.text %></button>
+</form>`;
+
+const eventsTable = String.raw`<% if (!it.rows.length) { %><p>No webhook events<%= it.empty || '' %>.</p><% } else { %>
+<div class="table-wrap" role="region" aria-label="Webhook events" tabindex="0">
+<table>
+<thead><tr><th scope="col">Event</th><th scope="col">Type</th><th scope="col">Status</th><th scope="col">Received</th><th scope="col">Reason</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
+<tbody>
+<% for (const e of it.rows) { %>
+<tr>
+  <td><a href="/console/events/<%= encodeURIComponent(e.id) %>"><%= e.id %></a></td>
+  <td><%= e.type %></td>
+  <td><span class="badge badge-<%= e.status %>"><%= e.status %></span></td>
+  <td><%= it.h.when(e.receivedAt) %></td>
+  <td><%= e.reason || '' %></td>
+  <td><% if (it.replayable.includes(e.status)) { %><%~ include('@action', { action: '/console/events/' + encodeURIComponent(e.id) + '/replay', csrf: it.csrf, back: it.back, text: 'Replay', label: 'Replay event ' + e.id }) %><% } %></td>
+</tr>
+<% } %>
+</tbody>
+</table>
+</div>
+<% } %>`;
+
+const auditTable = String.raw`<% if (!it.rows.length) { %><p>No audit entries.</p><% } else { %>
+<div class="table-wrap" role="region" aria-label="Audit entries" tabindex="0">
+<table>
+<thead><tr><th scope="col">When</th><th scope="col">Actor</th><th scope="col">Action</th><th scope="col">Organisation</th><th scope="col">Change</th></tr></thead>
+<tbody>
+<% for (const a of it.rows) { %>
+<tr>
+  <td><%= it.h.when(a.at) %></td>
+  <td><%= a.actor %></td>
+  <td><%= a.action %></td>
+  <td><% if (a.organisation_id) { %><a href="/console/organisations/<%= a.organisation_id %>"><%= a.organisation_id %></a><% } %></td>
+  <td><% if (a.before) { %><span class="muted">before</span> <code><%= JSON.stringify(a.before) %></code><br><% } %><% if (a.after) { %><span class="muted">after</span> <code><%= JSON.stringify(a.after) %></code><% } %></td>
+</tr>
+<% } %>
+</tbody>
+</table>
+</div>
+<% } %>`;
+
+const organisations = String.raw`<% layout('@layout') %>
+<form class="filters" method="get" action="/console/organisations" role="search">
+  <label for="q">Name, id, external id, member email, customer id or subscription id
+    <input type="search" id="q" name="q" value="<%= it.q %>" maxlength="200" autocomplete="off">
+  </label>
+  <button type="submit" class="primary">Search</button>
+</form>
+<% if (!it.rows.length) { %><p>No organisation matches<%= it.q ? ' “' + it.q + '”' : '' %>.</p><% } else { %>
+<div class="table-wrap" role="region" aria-label="Organisations" tabindex="0">
+<table>
+<thead><tr><th scope="col">Name</th><th scope="col">Id</th><th scope="col">External id</th><th scope="col">Customer</th><th scope="col">Created</th></tr></thead>
+<tbody>
+<% for (const o of it.rows) { %>
+<tr>
+  <td><a href="/console/organisations/<%= o.id %>"><%= o.name %></a></td>
+  <td><code><%= o.id %></code></td>
+  <td><%= o.externalId || '' %></td>
+  <td><%= o.customerId || '' %></td>
+  <td><%= it.h.when(o.createdAt) %></td>
+</tr>
+<% } %>
+</tbody>
+</table>
+</div>
+<% } %>
+<nav class="pager" aria-label="Pages">
+<% if (it.after) { %><a href="/console/organisations<%= it.h.params({ q: it.q }) %>">First page</a><% } %>
+<% if (it.next) { %><a href="/console/organisations<%= it.h.params({ q: it.q, after: it.next }) %>">Next page</a><% } %>
+</nav>
+`;
+
+const organisation = String.raw`<% layout('@layout') %>
+<% const o = it.d.organisation, s = it.d.status; %>
+<dl class="facts">
+  <dt>Id</dt><dd><code><%= o.id %></code></dd>
+  <dt>External id</dt><dd><%= o.externalId || '—' %></dd>
+  <dt>Provider customer</dt><dd><%= o.customerId || '—' %></dd>
+  <dt>Created</dt><dd><%= it.h.when(o.createdAt) %></dd>
+</dl>
+<section aria-labelledby="license-heading">
+<h2 id="license-heading">License</h2>
+<dl class="facts">
+  <dt>Tier</dt><dd><strong id="license-tier"><%= s.license.tier %></strong></dd>
+  <dt>Active</dt><dd><%= s.license.is_active ? 'yes' : 'no' %></dd>
+  <dt>Expired</dt><dd><%= s.license.is_expired ? 'yes' : 'no' %></dd>
+</dl>
+<h3>Usage</h3>
+<dl class="facts">
+<% for (const [metric, u] of Object.entries(s.usage)) { %>
+  <dt id="usage-<%= metric %>"><%= metric %></dt>
+  <dd><meter class="bar" min="0" max="<%= Math.max(u.limit, 1) %>" value="<%= Math.min(u.used, Math.max(u.limit, 1)) %>" aria-labelledby="usage-<%= metric %>"></meter>
+      <%= u.used %> of <%= u.limit %> (<%= it.h.percent(u.used, u.limit) %> %)<%= u.at_capacity ? ', at capacity' : '' %></dd>
+<% } %>
+</dl>
+</section>
+<section aria-labelledby="subs-heading">
+<h2 id="subs-heading">Subscriptions</h2>
+<% if (!it.d.subscriptions.length) { %><p>No subscriptions.</p><% } else { %>
+<div class="table-wrap" role="region" aria-label="Subscriptions" tabindex="0">
+<table>
+<thead><tr><th scope="col">Subscription</th><th scope="col">Tier</th><th scope="col">Status</th><th scope="col" class="num">Seats</th><th scope="col">Trial ends</th><th scope="col">Period</th><th scope="col">Pending change</th></tr></thead>
+<tbody>
+<% for (const sub of it.d.subscriptions) { %>
+<tr>
+  <td><code><%= sub.subscriptionId %></code></td>
+  <td><%= sub.tier || '—' %><%= sub.interval ? ' (' + sub.interval + ')' : '' %></td>
+  <td><span class="badge badge-<%= sub.status %>"><%= sub.status || 'unknown' %></span><%= sub.cancelAtPeriodEnd ? ', cancels at period end' : '' %><%= sub.pastDueSince ? ', past due since ' + it.h.when(sub.pastDueSince) : '' %></td>
+  <td class="num"><%= sub.seats ?? '—' %></td>
+  <td><%= sub.trialEnd ? it.h.when(sub.trialEnd) : '—' %></td>
+  <td><%= it.h.when(sub.currentPeriodStart) %> – <%= it.h.when(sub.currentPeriodEnd) %></td>
+  <td><%= sub.pendingChange ? JSON.stringify(sub.pendingChange) : '—' %></td>
+</tr>
+<% } %>
+</tbody>
+</table>
+</div>
+<% } %>
+</section>
+<section aria-labelledby="members-heading">
+<h2 id="members-heading">Members</h2>
+<% if (!it.d.members.length) { %><p>No members.</p><% } else { %>
+<div class="table-wrap" role="region" aria-label="Members" tabindex="0">
+<table>
+<thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Member since</th></tr></thead>
+<tbody>
+<% for (const m of it.d.members) { %>
+<tr><td><%= m.email %></td><td><%= m.role %></td><td><%= it.h.when(m.since) %></td></tr>
+<% } %>
+</tbody>
+</table>
+</div>
+<% } %>
+</section>
+<section aria-labelledby="invoices-heading">
+<h2 id="invoices-heading">Billing history</h2>
+<% if (!it.d.invoices.length) { %><p>No paid invoices.</p><% } else { %>
+<div class="table-wrap" role="region" aria-label="Billing history" tabindex="0">
+<table>
+<thead><tr><th scope="col">Invoice</th><th scope="col" class="num">Paid</th><th scope="col">Paid at</th><th scope="col">Period</th></tr></thead>
+<tbody>
+<% for (const inv of it.d.invoices) { %>
+<tr>
+  <td><% if (inv.hostedInvoiceUrl && /^https?:\/\//.test(inv.hostedInvoiceUrl)) { %><a href="<%= inv.hostedInvoiceUrl %>" rel="noopener noreferrer"><%= inv.invoiceId %></a><% } else { %><%= inv.invoiceId %><% } %></td>
+  <td class="num"><%= it.h.money(inv.amountPaid, inv.currency) %></td>
+  <td><%= it.h.when(inv.paidAt) %></td>
+  <td><%= it.h.when(inv.periodStart) %> – <%= it.h.when(inv.periodEnd) %></td>
+</tr>
+<% } %>
+</tbody>
+</table>
+</div>
+<% } %>
+</section>
+<section aria-labelledby="events-heading">
+<h2 id="events-heading">Webhook events</h2>
+<%~ include('@eventsTable', { rows: it.d.events, replayable: it.replayable, csrf: it.operator.csrfToken, back: it.back, h: it.h }) %>
+<p><a href="/console/events?organisation_id=<%= o.id %>">All of its webhook events</a></p>
+</section>
+<section aria-labelledby="notifications-heading">
+<h2 id="notifications-heading">Notifications</h2>
+<% if (!it.d.notifications.length) { %><p>No notifications.</p><% } else { %>
+<div class="table-wrap" role="region" aria-label="Notifications" tabindex="0">
+<table>
+<thead><tr><th scope="col">Webhook id</th><th scope="col">Type</th><th scope="col" class="num">Version</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
+<tbody>
+<% for (const n of it.d.notifications) { %>
+<tr>
+  <td><code><%= n.id %></code></td><td><%= n.type %></td><td class="num"><%= n.version %></td>
+  <td><span class="badge badge-<%= n.status %>"><%= n.status %></span><%= n.lastError ? ' (' + n.lastError + ')' : '' %></td>
+  <td><%= it.h.when(n.createdAt) %></td>
+  <td><% if (n.status !== 'delivered') { %><%~ include('@action', { action: '/console/notifications/' + encodeURIComponent(n.id) + '/retry', csrf: it.operator.csrfToken, back: it.back, text: 'Retry', label: 'Retry notification ' + n.id }) %><% } %></td>
+</tr>
+<% } %>
+</tbody>
+</table>
+</div>
+<% } %>
+</section>
+<section aria-labelledby="audit-heading">
+<h2 id="audit-heading">Audit trail</h2>
+<%~ include('@auditTable', { rows: it.d.audit, h: it.h }) %>
+</section>
+`;
+
+const events = String.raw`<% layout('@layout') %>
+<form class="filters" method="get" action="/console/events">
+  <label for="status">Status
+    <select id="status" name="status">
+      <option value="">any</option>
+<% for (const st of it.statuses) { %>      <option<%~ st === it.f.status ? ' selected' : '' %>><%= st %></option>
+<% } %>
+    </select>
+  </label>
+  <label for="type">Type
+    <select id="type" name="type">
+      <option value="">any</option>
+<% for (const ty of it.types) { %>      <option<%~ ty === it.f.type ? ' selected' : '' %>><%= ty %></option>
+<% } %>
+    </select>
+  </label>
+  <label for="from">Received from (UTC)<input type="date" id="from" name="from" value="<%= it.f.from || '' %>"></label>
+  <label for="to">to (UTC, inclusive)<input type="date" id="to" name="to" value="<%= it.f.to || '' %>"></label>
+<% if (it.f.organisation_id) { %><input type="hidden" name="organisation_id" value="<%= it.f.organisation_id %>"><% } %>
+  <button type="submit" class="primary">Filter</button>
+</form>
+<%~ include('@eventsTable', { rows: it.rows, replayable: it.replayable, csrf: it.operator.csrfToken, back: it.back, h: it.h, empty: ' match these filters' }) %>
+<nav class="pager" aria-label="Pages">
+<% if (it.before) { %><a href="/console/events<%= it.h.params(it.f) %>">First page</a><% } %>
+<% if (it.next) { %><a href="/console/events<%= it.h.params({ ...it.f, before: it.next }) %>">Next page</a><% } %>
+</nav>
+`;
+
+const event = String.raw`<% layout('@layout') %>
+<% const e = it.e; %>
+<dl class="facts">
+  <dt>Type</dt><dd><%= e.type %></dd>
+  <dt>Status</dt><dd><span class="badge badge-<%= e.status %>"><%= e.status %></span><%= e.reason ? ' — ' + e.reason : '' %></dd>
+  <dt>Organisation</dt><dd><% if (e.organisationId) { %><a href="/console/organisations/<%= e.organisationId %>"><%= e.organisationId %></a><% } else { %>none matched<% } %></dd>
+  <dt>Customer</dt><dd><%= e.customerId || '—' %></dd>
+  <dt>Subscription</dt><dd><%= e.subscriptionId || '—' %></dd>
+  <dt>Created (provider)</dt><dd><%= it.h.when(e.created) %></dd>
+  <dt>Received</dt><dd><%= it.h.when(e.receivedAt) %> (<%= e.source %>, <%= e.attempts %> deliver<%= e.attempts === 1 ? 'y' : 'ies' %>)</dd>
+  <dt>Processed</dt><dd><%= it.h.when(e.processedAt) %></dd>
+</dl>
+<% if (e.replayable) { %>
+<p><%~ include('@action', { action: '/console/events/' + encodeURIComponent(e.id) + '/replay', csrf: it.operator.csrfToken, back: it.back, text: 'Replay this event' }) %></p>
+<% } else { %>
+<p class="muted">Only a failed or unmatched event can be replayed; this one's outcome is final.</p>
+<% } %>
+<h2>Payload (as received and verified)</h2>
+<pre tabindex="0" aria-label="Payload"><code><%= e.payload %></code></pre>
+`;
+
+const notifications = String.raw`<% layout('@layout') %>
+<nav aria-label="Filter by status"><ul class="pager">
+<% for (const st of ['pending', 'failed', 'delivered', '']) { %>
+  <li><a href="/console/notifications<%= it.h.params({ status: st }) %>"<% if ((it.status || '') === st) { %> aria-current="page"<% } %>><%= st || 'all' %></a></li>
+<% } %>
+</ul></nav>
+<% if (!it.rows.length) { %><p>No <%= it.status || '' %> notifications.</p><% } else { %>
+<div class="table-wrap" role="region" aria-label="Notifications" tabindex="0">
+<table>
+<thead><tr><th scope="col">Webhook id</th><th scope="col">Type</th><th scope="col">Organisation</th><th scope="col">Status</th><th scope="col">Deliveries</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
+<tbody>
+<% for (const n of it.rows) { %>
+<tr>
+  <td><code><%= n.id %></code></td>
+  <td><%= n.type %> v<%= n.version %></td>
+  <td><a href="/console/organisations/<%= n.organisation_id %>"><%= n.organisation_id %></a></td>
+  <td><span class="badge badge-<%= n.status %>"><%= n.status %></span></td>
+  <td><% for (const d of n.deliveries) { %><div><%= d.url %>: <%= d.status %>, <%= d.attempts %> attempt<%= d.attempts === 1 ? '' : 's' %><%= d.last_error ? ' (' + d.last_error + ')' : '' %></div><% } %></td>
+  <td><%= it.h.when(n.created_at) %></td>
+  <td><% if (n.status !== 'delivered') { %><%~ include('@action', { action: '/console/notifications/' + encodeURIComponent(n.id) + '/retry', csrf: it.operator.csrfToken, back: it.back, text: 'Retry', label: 'Retry notification ' + n.id }) %><% } %></td>
+</tr>
+<% } %>
+</tbody>
+</table>
+</div>
+<% } %>
+`;
+
+const reconciliation = String.raw`<% layout('@layout') %>
+<p>The reconciliation walks the provider's events and subscriptions and applies what webhooks missed. Runs are
+listed whoever started them (the schedule, the CLI's <code>provider:sync</code>, or this page).</p>
+<p><%~ include('@action', { action: '/console/reconciliation/run', csrf: it.operator.csrfToken, text: 'Run now' }) %></p>
+<% if (!it.runs.length) { %><p>No runs recorded yet.</p><% } else { %>
+<div class="table-wrap" role="region" aria-label="Reconciliation runs" tabindex="0">
+<table>
+<thead><tr><th scope="col">Started</th><th scope="col">By</th><th scope="col">Outcome</th><th scope="col">Finished</th><th scope="col">Summary</th></tr></thead>
+<tbody>
+<% for (const r of it.runs) { %>
+<tr>
+  <td><%= it.h.when(r.startedAt) %></td><td><%= r.trigger %></td>
+  <td><span class="badge badge-<%= r.outcome %>"><%= r.outcome %></span></td>
+  <td><%= it.h.when(r.finishedAt) %></td>
+  <td><% if (r.summary) { %><%= r.summary.events_seen %> events seen, <%= r.summary.events_applied %> applied; <%= r.summary.subscriptions_checked %> subscriptions checked, <%= r.summary.subscriptions_corrected %> corrected<% } else if (r.error) { %><%= r.error %><% } %></td>
+</tr>
+<% } %>
+</tbody>
+</table>
+</div>
+<% } %>
+`;
+
+const audit = String.raw`<% layout('@layout') %>
+<p>Every change made through the admin API, the subscription-change routes, the operator CLI and this console, newest first.</p>
+<%~ include('@auditTable', { rows: it.rows, h: it.h }) %>
+<nav class="pager" aria-label="Pages">
+<% if (it.after) { %><a href="/console/audit">First page</a><% } %>
+<% if (it.next) { %><a href="/console/audit<%= it.h.params({ after: it.next }) %>">Next page</a><% } %>
+</nav>
+`;
+
+export const TEMPLATES = {
+  layout,
+  signIn,
+  link,
+  error,
+  overview,
+  action,
+  eventsTable,
+  auditTable,
+  organisations,
+  organisation,
+  events,
+  event,
+  notifications,
+  reconciliation,
+  audit,
+};

@@ -1,6 +1,8 @@
-import { Check, Column, CreateDateColumn, Entity, PrimaryGeneratedColumn, Unique } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, Unique } from 'typeorm';
 
 @Entity('organisations')
+// The operator console lists organisations by name (keyset on name, id).
+@Index('organisations_name_idx', ['name', 'id'])
 @Unique('organisations_provider_customer_id_key', ['providerCustomerId'])
 @Unique('organisations_external_id_key', ['externalId'])
 @Check('organisations_external_id_check', `char_length(external_id) BETWEEN 1 AND 255`)

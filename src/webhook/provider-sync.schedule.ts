@@ -41,22 +41,31 @@ export class ProviderSyncSchedule implements OnApplicationBootstrap, OnApplicati
 
   /** One tick: run if this instance gets the lease (and is not still running the previous one). */
   async tick(): Promise<'ran' | 'skipped'> {
-    if (this.running) return 'skipped';
+    if ((await this.start('schedule')) === 'busy') return 'skipped';
+    await this.running;
+    return 'ran';
+  }
+
+  /**
+   * A run now, in the background (the operator console's "run now"), under the same lease as the schedule:
+   * 'busy' when a run is under way here or on another instance.
+   */
+  async start(trigger: string): Promise<'started' | 'busy'> {
+    if (this.running) return 'busy';
     // The lease outlives the longest run we expect; a longer run could overlap one other run, never corrupt.
     const leaseS = Math.max(2 * (this.config.providerSyncIntervalS ?? 0), 600);
     const taken = await this.leases.take(JOB, this.holder, leaseS).catch((err: Error) => {
       this.logger.error({ msg: 'provider sync: could not take the lease; trying at the next interval', err });
       return false;
     });
-    if (!taken) return 'skipped';
-    this.running = this.runOnce().finally(() => (this.running = undefined));
-    await this.running;
-    return 'ran';
+    if (!taken || this.running) return 'busy';
+    this.running = this.runOnce(trigger).finally(() => (this.running = undefined));
+    return 'started';
   }
 
-  private async runOnce(): Promise<void> {
+  private async runOnce(trigger: string): Promise<void> {
     try {
-      const summary = await this.sync.run();
+      const summary = await this.sync.run(undefined, trigger);
       providerSyncRuns.inc({ outcome: 'ok' });
       this.logger.log({ msg: 'provider sync done', ...summary });
     } catch (err) {

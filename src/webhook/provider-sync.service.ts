@@ -13,6 +13,7 @@ import { providerSyncChanges } from '../ops/metrics';
 import { EventDispatcher } from './event-dispatcher';
 import { lockProviderIds } from './event-ledger';
 import { parseEvent } from './provider-event';
+import { ProviderSyncRunsRepository } from './provider-sync-runs.repository';
 import { SyncSpillRepository } from './sync-spill.repository';
 import { knownEventIds } from './webhook-ledger.repository';
 import { resolveTier } from './tier-resolution';
@@ -55,16 +56,27 @@ export class ProviderSync {
     private readonly config: AppConfig,
     private readonly notifications: NotificationsService,
     private readonly spill: SyncSpillRepository,
+    private readonly runs: ProviderSyncRunsRepository,
   ) {}
 
-  async run(sinceDays = EVENT_RETENTION_DAYS): Promise<SyncSummary> {
+  /**
+   * One run, recorded with its outcome in provider_sync_runs: `trigger` is who started it (`schedule`,
+   * `cli:<os user>`, `operator:<email>`).
+   */
+  async run(sinceDays = EVENT_RETENTION_DAYS, trigger = 'schedule'): Promise<SyncSummary> {
+    const recorded = await this.runs.start(trigger);
     const runId = await this.spill.begin();
     try {
-      return await withRequestPace(new RequestPace(this.config.providerSyncMaxRps), async () => {
+      const summary = await withRequestPace(new RequestPace(this.config.providerSyncMaxRps), async () => {
         const events = await this.pullEvents(runId, Math.floor(Date.now() / 1000) - sinceDays * 86_400);
         const subscriptions = await this.checkSubscriptions(runId);
         return { events_seen: events.seen, events_applied: events.applied, ...subscriptions };
       });
+      await this.runs.finish(recorded, { summary: { ...summary } });
+      return summary;
+    } catch (err) {
+      await this.runs.finish(recorded, { error: err instanceof Error ? err.message : String(err) }).catch(() => undefined);
+      throw err;
     } finally {
       // A run that cannot clean up (the database is gone) leaves its rows to the next run's begin().
       await this.spill.end(runId).catch((err: Error) => this.logger.warn({ msg: 'provider sync: spill not cleared', error: err.message }));

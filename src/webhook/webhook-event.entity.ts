@@ -19,6 +19,9 @@ export type EventSource = (typeof EVENT_SOURCES)[number];
 // indices by name and columns only, so these two document the columns.
 @Index('webhook_events_status_idx', ['status', 'receivedAt'])
 @Index('webhook_events_received_idx', ['receivedAt'])
+// The operator console: an organisation's events, and the events of one type, newest first.
+@Index('webhook_events_organisation_idx', ['organisationId', 'receivedAt'])
+@Index('webhook_events_type_idx', ['type', 'receivedAt'])
 // Unmatched events are looked up again when a later event links their customer or subscription.
 @Index('webhook_events_unmatched_customer_idx', ['customerId'], { where: `status = 'unmatched'` })
 @Index('webhook_events_unmatched_subscription_idx', ['subscriptionId'], { where: `status = 'unmatched'` })

@@ -10,6 +10,7 @@ import { InvoicePaidHandler, InvoicePaymentSucceededHandler } from './paid-invoi
 import { OrganisationLinks } from './organisation-links';
 import { ProviderSync } from './provider-sync.service';
 import { ProviderSyncSchedule } from './provider-sync.schedule';
+import { ProviderSyncRunsRepository } from './provider-sync-runs.repository';
 import { SyncSpillRepository } from './sync-spill.repository';
 import { JobLeasesRepository } from './job-leases.repository';
 import { SubscriptionCreatedHandler, SubscriptionDeletedHandler, SubscriptionUpdatedHandler } from './subscription.handlers';
@@ -39,7 +40,8 @@ import { WebhookSignatureGuard } from './webhook-signature.guard';
     ProviderSyncSchedule,
     SyncSpillRepository,
     JobLeasesRepository,
+    ProviderSyncRunsRepository,
   ],
-  exports: [EventDispatcher, ProviderSync, CurrentSubscriptions],
+  exports: [EventDispatcher, ProviderSync, CurrentSubscriptions, ProviderSyncSchedule],
 })
 export class WebhookModule {}

@@ -1,0 +1,202 @@
+import { randomUUID } from 'node:crypto';
+import { IdentityService } from '../src/identity/identity.service';
+import { consoleCookie, csrfOf } from './support/console';
+import { providerId, subscriptionEvent, subscriptionObject } from './support/provider-events';
+import { licenseOf } from './support/license-state';
+import { newNotifySecret, NotificationReceiver, startReceiver } from './support/notification-receiver';
+import { startTestApp, TestApp } from './support/test-app';
+import { waitFor } from './support/wait-for';
+import { deliver } from './support/webhook-signing';
+
+/**
+ * The operator console's pages and actions (spec §14) over HTTP: search, the organisation page, the event
+ * ledger with replay, notifications with retry, reconciliation and the audit log; every action audited as
+ * `operator:<email>`, refused ones saying why and changing nothing.
+ */
+describe('console pages and actions', () => {
+  const secret = newNotifySecret();
+  const PRICE = 'price_console_fixed';
+  let receiver: NotificationReceiver;
+  let t: TestApp;
+  let cookie: string;
+
+  beforeAll(async () => {
+    receiver = await startReceiver(secret);
+    // The price of the "fixed" configuration is unknown here: an event with it is stored failed.
+    t = await startTestApp({ env: { NOTIFY_URLS: receiver.url, NOTIFY_SECRET: secret } });
+    cookie = await consoleCookie(t);
+  });
+  afterAll(async () => {
+    await t.close();
+    await receiver.close();
+  });
+
+  const get = (path: string, expected = 200) => t.http().get(path).set('Cookie', cookie).expect(expected);
+  const post = async (path: string, fields: Record<string, string> = {}) => {
+    const csrf = csrfOf((await get('/console')).text);
+    return t.http().post(path).set('Cookie', cookie).type('form').send({ _csrf: csrf, ...fields });
+  };
+  /** Follows an action's redirect: the page that shows its outcome. */
+  const outcome = async (res: { status: number; headers: Record<string, any> }) => {
+    expect(res.status).toBe(303);
+    const flash = /console_flash=([^;]+)/.exec(res.headers['set-cookie'][0])![1];
+    const page = await t.http().get(res.headers.location).set('Cookie', `${cookie}; console_flash=${flash}`).expect(200);
+    return /<div class="flash flash-(done|refused)"[^>]*>([^<]*)</.exec(page.text)!.slice(1, 3);
+  };
+  const identity = () => t.app.get(IdentityService);
+
+  it('finds organisations by part of the name, id, external id, member email, customer id and subscription id', async () => {
+    const { record: org } = await identity().provisionOrganisation('Findable Widgets Ltd', `ext-${randomUUID()}`);
+    const user = await identity().createUser(`Finder.${Date.now()}@Example.com`);
+    await identity().addMember(org.id, user.id, 'owner');
+    const customer = providerId('cus');
+    const sub = subscriptionObject({ organisationId: org.id, customer, tier: 'pro' });
+    await deliver(t.app.getHttpServer(), subscriptionEvent('created', sub)).expect(200);
+    for (const q of ['widgets', 'FINDABLE', org.id, org.external_id!, user.email.toUpperCase(), customer, sub.id]) {
+      const page = await get(`/console/organisations?q=${encodeURIComponent(q)}`);
+      expect([q, page.text.includes(`href="/console/organisations/${org.id}"`)]).toEqual([q, true]);
+    }
+    const none = await get(`/console/organisations?q=${encodeURIComponent('no such thing')}`);
+    expect(none.text).not.toContain(org.id);
+  });
+
+  it('escapes SQL and HTML in the search and in stored names, and takes LIKE wildcards literally', async () => {
+    const evil = await identity().createOrganisation('<img src=x onerror=alert(1)> 100% Evil');
+    await identity().createOrganisation('Plain Co');
+    const [{ before }] = await t.db.query(`SELECT count(*)::int AS before FROM organisations`);
+    for (const q of [`'; DROP TABLE organisations; --`, `' OR '1'='1`, '<script>alert(1)</script>', '\\', '_']) {
+      const page = await get(`/console/organisations?q=${encodeURIComponent(q)}`);
+      expect(page.text).not.toContain('<script>alert(1)</script>');
+      expect(page.text).not.toContain('Plain Co');
+    }
+    const percent = await get(`/console/organisations?q=${encodeURIComponent('100%')}`);
+    expect(percent.text).toContain(evil.id);
+    expect(percent.text).toContain('&lt;img src=x onerror=alert(1)&gt; 100% Evil');
+    expect(percent.text).not.toContain('<img src=x');
+    expect((await get(`/console/organisations/${evil.id}`)).text).not.toContain('<img src=x');
+    const [{ after }] = await t.db.query(`SELECT count(*)::int AS after FROM organisations`);
+    expect(after).toBe(before);
+    await get('/console/organisations?q=a&q=b', 400);
+    await get('/console/organisations?after=not-a-cursor', 400);
+  });
+
+  it('pages through organisations by keyset, fifty at a time', async () => {
+    const tag = `Keyset ${randomUUID().slice(0, 8)}`;
+    for (let i = 0; i < 53; i++) await identity().createOrganisation(`${tag} ${String(i).padStart(2, '0')}`);
+    const first = await get(`/console/organisations?q=${encodeURIComponent(tag)}`);
+    expect(first.text.match(new RegExp(`${tag} \\d\\d`, 'g'))).toHaveLength(50);
+    const next = /href="(\/console\/organisations\?[^"]*after=[^"]+)">Next page/.exec(first.text)![1].replace(/&amp;/g, '&');
+    const second = await get(next);
+    expect(second.text.match(new RegExp(`${tag} \\d\\d`, 'g'))).toEqual([`${tag} 50`, `${tag} 51`, `${tag} 52`]);
+    expect(second.text).not.toContain('Next page');
+  });
+
+  it('shows one organisation: license, usage, subscriptions, members, events, notifications and audit trail', async () => {
+    const { record: org } = await identity().provisionOrganisation('Detail Ltd');
+    const user = await identity().createUser(`detail.${Date.now()}@example.com`);
+    await identity().addMember(org.id, user.id, 'admin');
+    const sub = subscriptionObject({ organisationId: org.id, tier: 'pro', quantity: 3 });
+    await deliver(t.app.getHttpServer(), subscriptionEvent('created', sub)).expect(200);
+    const page = (await get(`/console/organisations/${org.id}`)).text;
+    expect(page).toContain('<strong id="license-tier">pro</strong>');
+    expect(page).toMatch(/<meter class="bar" min="0" max="\d+" value="1" aria-labelledby="usage-users">/);
+    expect(page).toContain(sub.id);
+    expect(page).toContain(user.email);
+    expect(page).toContain('customer.subscription.created');
+    expect(page).toContain('license.updated');
+    await get(`/console/organisations/${randomUUID()}`, 404);
+    await get('/console/organisations/not-a-uuid', 404);
+  });
+
+  it('replays a failed event once the configuration is fixed, and refuses to replay a processed one', async () => {
+    const org = await identity().createOrganisation('Replay Ltd');
+    const sub = subscriptionObject({ organisationId: org.id, tierSource: 'none', price: PRICE });
+    const event = subscriptionEvent('created', sub);
+    expect((await deliver(t.app.getHttpServer(), event).expect(200)).body.status).toBe('failed');
+    const listed = await get('/console/events?status=failed');
+    expect(listed.text).toContain(event.id);
+    const shown = await get(`/console/events/${event.id}`);
+    expect(shown.text).toContain('Replay this event');
+    expect(shown.text).toContain(`&quot;id&quot;: &quot;${event.id}&quot;`);
+
+    // Still unresolvable here: replayed, still failed, said so.
+    const [kind, text] = await outcome(await post(`/console/events/${event.id}/replay`));
+    expect(kind).toBe('refused');
+    expect(text).toMatch(/still failed \(tier_unresolvable/);
+
+    // The operator fixes the configuration (the price is now pro's) and replays on the fixed instance.
+    const fixed = await startTestApp({ databaseUrl: t.databaseUrl, env: { PAYPROVIDER_PRICE_PRO: PRICE } });
+    try {
+      const fixedCookie = await consoleCookie(fixed, 'fixer@example.com');
+      const csrf = csrfOf((await fixed.http().get('/console').set('Cookie', fixedCookie).expect(200)).text);
+      const res = await fixed.http().post(`/console/events/${event.id}/replay`).set('Cookie', fixedCookie).type('form')
+        .send({ _csrf: csrf, back: `/console/organisations/${org.id}` }).expect(303);
+      expect(res.headers.location).toBe(`/console/organisations/${org.id}`);
+      expect(await licenseOf(fixed, org.id)).toMatchObject({ tier: 'pro', is_active: true });
+      const [audit] = await t.db.query(`SELECT actor, organisation_id FROM audit_log WHERE action = 'event.replayed' AND actor = 'operator:fixer@example.com'`);
+      expect(audit).toEqual({ actor: 'operator:fixer@example.com', organisation_id: org.id });
+
+      const replayedAgain = await fixed.http().post(`/console/events/${event.id}/replay`).set('Cookie', fixedCookie).type('form').send({ _csrf: csrf }).expect(303);
+      expect(replayedAgain.headers.location).toBe(`/console/events/${event.id}`);
+    } finally {
+      await fixed.close();
+    }
+    const [refused, why] = await outcome(await post(`/console/events/${event.id}/replay`));
+    expect(refused).toBe('refused');
+    expect(why).toMatch(/is processed; only a failed or unmatched event can be replayed/);
+    const [{ count }] = await t.db.query(`SELECT count(*)::int AS count FROM audit_log WHERE action = 'event.replayed' AND organisation_id = $1`, [org.id]);
+    expect(count).toBe(2);
+    expect((await outcome(await post('/console/events/evt_nope/replay', { back: '/console/events' })))[1]).toMatch(/there is no webhook event evt_nope/);
+    await get('/console/events/evt_nope', 404);
+  });
+
+  it('filters webhook events by status, type and date, and pages them', async () => {
+    await get('/console/events?status=nope', 400);
+    await get('/console/events?from=yesterday', 400);
+    const today = new Date().toISOString().slice(0, 10);
+    const page = await get(`/console/events?status=processed&type=customer.subscription.created&from=${today}&to=${today}`);
+    expect(page.text).toContain('customer.subscription.created');
+    const old = await get('/console/events?to=2000-01-01');
+    expect(old.text).toContain('No webhook events match these filters');
+  });
+
+  it('retries a failed notification, audited as the operator', async () => {
+    const org = await identity().createOrganisation('Retry Ltd');
+    await deliver(t.app.getHttpServer(), subscriptionEvent('created', subscriptionObject({ organisationId: org.id, tier: 'pro' }))).expect(200);
+    await waitFor('the notification to be delivered', async () => receiver.accepted(org.id).length === 1);
+    const [{ id }] = await t.db.query(`SELECT id FROM notification_messages WHERE organisation_id = $1`, [org.id]);
+    // As the outbox leaves a message whose deliveries gave up.
+    await t.db.query(`UPDATE notification_deliveries SET status = 'failed', last_error = 'HTTP 500', next_attempt_at = NULL WHERE message_id = $1`, [id]);
+    expect((await get('/console/notifications?status=failed')).text).toContain(id);
+    const [kind, text] = await outcome(await post(`/console/notifications/${id}/retry`));
+    expect([kind, text]).toEqual(['done', `Notification ${id} queued again for 1 URL.`]);
+    await waitFor('the notification to be sent again', async () => receiver.accepted(org.id).length === 2);
+    const [audit] = await t.db.query(`SELECT actor FROM audit_log WHERE action = 'notification.retried' AND organisation_id = $1`, [org.id]);
+    expect(audit.actor).toBe('operator:ops@example.com');
+    expect((await outcome(await post('/console/notifications/msg_nope/retry')))[1]).toMatch(/^Refused: No notification with webhook-id msg_nope/);
+    await get('/console/notifications?status=nope', 400);
+  });
+
+  it('runs the reconciliation now, lists its runs, and refuses a second run while one is under way', async () => {
+    const [kind] = await outcome(await post('/console/reconciliation/run'));
+    expect(kind).toBe('done');
+    await waitFor('the run to finish', async () => !(await get('/console/reconciliation')).text.includes('badge-running'));
+    const page = (await get('/console/reconciliation')).text;
+    expect(page).toContain('operator:ops@example.com');
+    expect(page).toMatch(/events seen, \d+ applied|provider/);
+    const [audit] = await t.db.query(`SELECT actor FROM audit_log WHERE action = 'reconciliation.started'`);
+    expect(audit.actor).toBe('operator:ops@example.com');
+    // Another instance holds the lease: refused, nothing started.
+    await t.db.query(`UPDATE job_leases SET holder = 'elsewhere', expires_at = now() + interval '1 hour' WHERE name = 'provider_sync'`);
+    const [busy, why] = await outcome(await post('/console/reconciliation/run'));
+    expect([busy, why]).toEqual(['refused', expect.stringMatching(/already under way/)]);
+    await t.db.query(`UPDATE job_leases SET expires_at = now() WHERE name = 'provider_sync'`);
+  });
+
+  it('shows the audit log newest first, a page at a time', async () => {
+    const page = (await get('/console/audit')).text;
+    expect(page).toContain('operator.signed_in');
+    expect(page).toContain('operator:ops@example.com');
+    await get('/console/audit?after=x', 400);
+  });
+});
