@@ -1,6 +1,7 @@
-import { FakeProvider, startFakeProvider } from './support/fake-provider';
-import { addPrices, auditOf, subscribed, subscriptionEnv } from './support/subscribed';
-import { startTestApp, TestApp } from './support/test-app';
+import { FakeProvider } from './support/fake-provider';
+import { newNotifySecret, NotificationReceiver, startReceiver } from './support/notification-receiver';
+import { auditOf, startSubscriptionApp, startSubscriptionDouble, subscribed } from './support/subscribed';
+import { TestApp } from './support/test-app';
 import { waitFor } from './support/wait-for';
 
 /**
@@ -12,18 +13,27 @@ describe('billing: concurrent subscription changes (two instances, one database)
   let fake: FakeProvider;
   let a: TestApp;
   let b: TestApp;
+  let receiver: NotificationReceiver;
 
   beforeAll(async () => {
-    fake = await startFakeProvider();
-    addPrices(fake);
-    a = await startTestApp({ env: subscriptionEnv(fake) });
-    b = await startTestApp({ env: subscriptionEnv(fake), databaseUrl: a.databaseUrl });
+    const secret = newNotifySecret();
+    receiver = await startReceiver(secret);
+    const env = { NOTIFY_URLS: receiver.url, NOTIFY_SECRET: secret };
+    fake = await startSubscriptionDouble();
+    a = await startSubscriptionApp(fake, { env });
+    b = await startSubscriptionApp(fake, { env, databaseUrl: a.databaseUrl });
   });
   afterAll(async () => {
     await b?.close();
     await a?.close();
     await fake?.close();
+    await receiver?.close();
   });
+  /** The license.updated messages written for the organisation (the outbox: each one is sent). */
+  const licenseMessages = async (organisationId: string) =>
+    (await a.db.query(`SELECT body FROM notification_messages WHERE organisation_id = $1 AND type = 'license.updated'`, [organisationId])).map(
+      (m: { body: string }) => JSON.parse(m.body).data,
+    );
   beforeEach(() => {
     fake.requests.length = 0;
     fake.queuedEvents.length = 0;
@@ -61,30 +71,35 @@ describe('billing: concurrent subscription changes (two instances, one database)
   });
 
   it('a change whose webhook events arrive (at the other instance) before its answer is applied: one effect', async () => {
-    const s = await subscribed(a, fake, { price: 'team_month', seats: 2 });
+    const s = await subscribed(a, fake, { price: 'pro_month', members: 2 });
+    const before = (await licenseMessages(s.org.id)).length;
     // The provider makes the change and sends its events; its answer to instance a is held meanwhile.
     fake.hold(`/v1/subscriptions/${s.subscriptionId}`, { after: true, method: 'POST' });
-    const pending = change(a, s.owner, { organisation_id: s.org.id, seats: 7 }).then((r) => r);
+    const pending = change(a, s.owner, { organisation_id: s.org.id, tier: 'team' }).then((r) => r);
     try {
       await waitFor('the change made at the provider', () => fake.held() === 1 || undefined);
       fake.webhookTarget(b.baseUrl);
       expect(await fake.deliverEvents()).toEqual([200, 200, 200]);
-      expect((await read(b, s.owner, s.org.id)).body.subscription.seats).toBe(7);
+      expect((await read(b, s.owner, s.org.id)).body.subscription).toMatchObject({ tier: 'team', seats: 2 });
     } finally {
       fake.release();
     }
     const res = await pending;
     expect(res.status).toBe(200);
-    expect(res.body.subscription.seats).toBe(7);
+    expect(res.body.subscription).toMatchObject({ tier: 'team', seats: 2 });
     expect(await auditOf(a, s.org.id)).toHaveLength(1);
+    // The web app hears of the new tier once.
+    const messages = (await licenseMessages(s.org.id)).slice(before);
+    expect(messages.map((m: { tier: string }) => m.tier)).toEqual(['team']);
     const history = await a.db.query(`SELECT invoice_id FROM billing_history WHERE organisation_id = $1`, [s.org.id]);
     expect(history).toHaveLength(1);
     expect((await read(a, s.owner, s.org.id)).body).toEqual(res.body);
   });
 
   it('a change whose webhook events arrive after its answer was applied: they change nothing more', async () => {
-    const s = await subscribed(a, fake, { price: 'team_month', seats: 2 });
-    const res = await change(a, s.owner, { organisation_id: s.org.id, seats: 4 }).expect(200);
+    const s = await subscribed(a, fake, { price: 'pro_month' });
+    const before = (await licenseMessages(s.org.id)).length;
+    const res = await change(a, s.owner, { organisation_id: s.org.id, tier: 'team' }).expect(200);
     fake.webhookTarget(b.baseUrl);
     const ids = fake.queuedEvents.map((e) => e.id);
     expect(await fake.deliverEvents()).toEqual([200, 200, 200]);
@@ -92,5 +107,6 @@ describe('billing: concurrent subscription changes (two instances, one database)
     expect(ledger.map((e: { status: string }) => e.status)).not.toContain('failed');
     expect((await read(b, s.owner, s.org.id)).body).toEqual(res.body);
     expect(await auditOf(a, s.org.id)).toHaveLength(1);
+    expect((await licenseMessages(s.org.id)).slice(before).map((m: { tier: string }) => m.tier)).toEqual(['team']);
   });
 });

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { FakeProvider, startFakeProvider } from './support/fake-provider';
+import { FakeProvider } from './support/fake-provider';
 import { licenseOf } from './support/license-state';
-import { addPrices, auditOf, subscribed, subscriptionEnv } from './support/subscribed';
-import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
+import { auditOf, startSubscriptionApp, startSubscriptionDouble, subscribed } from './support/subscribed';
+import { createOrganisation, createUserWithSession, TestApp } from './support/test-app';
 
 const DAY = 86_400;
 
@@ -11,10 +11,8 @@ describe('billing: the subscription and its changes (spec §11.4) against the st
   let t: TestApp;
 
   beforeAll(async () => {
-    fake = await startFakeProvider();
-    addPrices(fake);
-    t = await startTestApp({ env: subscriptionEnv(fake) });
-    fake.webhookTarget(t.baseUrl);
+    fake = await startSubscriptionDouble();
+    t = await startSubscriptionApp(fake);
   });
   afterAll(async () => {
     await t.close();

@@ -1,10 +1,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeProvider, fakeProviderEnv } from './fake-provider';
+import { FakeProvider, fakeProviderEnv, startFakeProvider } from './fake-provider';
 import { SPEC_PLAN_EXAMPLE } from './plan-examples';
 import { providerId, subscriptionEvent, subscriptionObject } from './provider-events';
-import { createOrganisation, createUserWithSession, TestApp } from './test-app';
+import { createOrganisation, createUserWithSession, startTestApp, TestApp, TestAppOptions } from './test-app';
 import { deliver } from './webhook-signing';
 
 /**
@@ -19,17 +19,23 @@ export const PRICES = {
 } as const;
 export type PriceName = keyof typeof PRICES;
 
-export function addPrices(fake: FakeProvider): void {
+/** The strict double selling PRICES. */
+export async function startSubscriptionDouble(): Promise<FakeProvider> {
+  const fake = await startFakeProvider();
   for (const [id, p] of Object.entries(PRICES)) {
     fake.addPrice(id, { currency: 'usd', unit_amount: p.unit_amount, recurring: { interval: p.interval, interval_count: 1, meter: null, usage_type: 'licensed' } });
   }
+  return fake;
 }
 
-/** The env of an app selling PRICES through the double. */
-export function subscriptionEnv(fake: FakeProvider): Record<string, string> {
+/** An app selling PRICES through the double, and now the target of its events (`fake.webhookTarget` moves them). */
+export async function startSubscriptionApp(fake: FakeProvider, opts: TestAppOptions = {}): Promise<TestApp> {
   const file = join(mkdtempSync(join(tmpdir(), 'plans-')), 'tiers.json');
   writeFileSync(file, JSON.stringify(SPEC_PLAN_EXAMPLE));
-  return { ...fakeProviderEnv(fake, 2000), TIERS_FILE: file, PAYPROVIDER_PRICE_PRO: 'pro_month', PAYPROVIDER_PRICE_TEAM: 'team_month,team_year' };
+  const env = { ...fakeProviderEnv(fake, 2000), TIERS_FILE: file, PAYPROVIDER_PRICE_PRO: 'pro_month', PAYPROVIDER_PRICE_TEAM: 'team_month,team_year' };
+  const t = await startTestApp({ ...opts, env: { ...env, ...opts.env } });
+  fake.webhookTarget(t.baseUrl);
+  return t;
 }
 
 const DAY = 86_400;

@@ -1,9 +1,9 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { createClient, isServiceError, Notification, ServiceError, verifyNotification } from '../src';
-import { FakeProvider, startFakeProvider } from '../../../test/support/fake-provider';
+import { FakeProvider } from '../../../test/support/fake-provider';
 import { newNotifySecret } from '../../../test/support/notification-receiver';
-import { addPrices, subscribed, subscriptionEnv } from '../../../test/support/subscribed';
+import { startSubscriptionApp, startSubscriptionDouble, subscribed } from '../../../test/support/subscribed';
 import { startTestApp, TestApp } from '../../../test/support/test-app';
 import { waitFor } from '../../../test/support/wait-for';
 
@@ -135,9 +135,8 @@ describe('packages/client: the subscription and its changes', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    fake = await startFakeProvider();
-    addPrices(fake);
-    t = await startTestApp({ env: subscriptionEnv(fake) });
+    fake = await startSubscriptionDouble();
+    t = await startSubscriptionApp(fake);
   });
   afterAll(async () => {
     await t?.close();
