@@ -89,14 +89,14 @@ describe('signature verification (unit)', () => {
 describe('tier resolution (unit)', () => {
   const tiers = { tiers: DEFAULT_TIERS, providerPrices: {} };
   it.each<[string, Record<string, any>, object]>([
-    ['price metadata', subscriptionObject({ tier: 'team' }), { tier: 'team' }],
-    ['lookup key equal', subscriptionObject({ tierSource: 'lookup_key', lookupKey: 'enterprise' }), { tier: 'enterprise' }],
-    ['lookup key prefix', subscriptionObject({ tierSource: 'lookup_key', lookupKey: 'pro_yearly' }), { tier: 'pro' }],
-    ['subscription metadata', subscriptionObject({ tierSource: 'subscription_metadata', tier: 'team' }), { tier: 'team' }],
+    ['price metadata', subscriptionObject({ tier: 'team' }), { tier: 'team', source: 'price_metadata' }],
+    ['lookup key equal', subscriptionObject({ tierSource: 'lookup_key', lookupKey: 'enterprise' }), { tier: 'enterprise', source: 'lookup_key' }],
+    ['lookup key prefix', subscriptionObject({ tierSource: 'lookup_key', lookupKey: 'pro_yearly' }), { tier: 'pro', source: 'lookup_key' }],
+    ['subscription metadata', subscriptionObject({ tierSource: 'subscription_metadata', tier: 'team' }), { tier: 'team', source: 'subscription_metadata' }],
     [
       'unrelated lookup key falls through to metadata',
       { ...subscriptionObject({ tierSource: 'subscription_metadata', tier: 'team', lookupKey: 'professional' }) },
-      { tier: 'team' },
+      { tier: 'team', source: 'subscription_metadata' },
     ],
     ['nothing', subscriptionObject({ tierSource: 'none' }), { error: expect.stringMatching(/no tier/) }],
     ['unknown tier', subscriptionObject({ tier: 'gold' }), { error: expect.stringMatching(/"gold" is not a configured tier/) }],
@@ -109,7 +109,7 @@ describe('tier resolution (unit)', () => {
   it('price metadata wins over the lookup key and subscription metadata', () => {
     const sub = subscriptionObject({ tier: 'team', lookupKey: 'pro_monthly' });
     sub.metadata.tier = 'enterprise';
-    expect(resolveTier(sub, tiers)).toEqual({ tier: 'team' });
+    expect(resolveTier(sub, tiers)).toEqual({ tier: 'team', source: 'price_metadata' });
   });
 
   it('a configured price id wins over price metadata (a plan switch in the portal changes the tier)', () => {
@@ -117,9 +117,9 @@ describe('tier resolution (unit)', () => {
     const sub = subscriptionObject({ tier: 'pro' });
     sub.items.data[0].price.id = 'price_team_yearly';
     const config = { tiers: DEFAULT_TIERS, providerPrices: { pro: ['price_pro'], team: ['price_team_monthly', 'price_team_yearly'] } };
-    expect(resolveTier(sub, config)).toEqual({ tier: 'team' });
+    expect(resolveTier(sub, config)).toEqual({ tier: 'team', source: 'configured_price' });
     // An unconfigured price falls back to the price's metadata.
     sub.items.data[0].price.id = 'price_other';
-    expect(resolveTier(sub, config)).toEqual({ tier: 'pro' });
+    expect(resolveTier(sub, config)).toEqual({ tier: 'pro', source: 'price_metadata' });
   });
 });

@@ -1,4 +1,4 @@
-import { Column, CreateDateColumn, Entity, ForeignKey, Index, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, ForeignKey, Index, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 import { Organisation } from '../identity/organisation.entity';
 
 /** A change a subscription schedule makes at the end of the current period (spec §11.4). */
@@ -18,6 +18,7 @@ export interface PendingChange {
  */
 @Entity('provider_subscriptions')
 @Index('provider_subscriptions_org_idx', ['organisationId'])
+@Check('provider_subscriptions_tier_source_check', `tier_source IN ('configured_price', 'price_metadata', 'lookup_key', 'subscription_metadata')`)
 export class ProviderSubscription {
   @PrimaryColumn('text', { name: 'subscription_id', primaryKeyConstraintName: 'provider_subscriptions_pkey' })
   subscriptionId: string;
@@ -32,6 +33,13 @@ export class ProviderSubscription {
   /** The paid tier its price grants (null until an event with a resolvable tier was applied). */
   @Column('text', { nullable: true })
   tier: string | null;
+
+  /**
+   * How that tier was resolved (webhook/tier-resolution.ts): configured_price, price_metadata, lookup_key or
+   * subscription_metadata. Null for a tier applied before this was recorded (migration 1764000500000).
+   */
+  @Column('text', { name: 'tier_source', nullable: true })
+  tierSource: string | null;
 
   /** The provider's status: active, trialing, past_due, unpaid, incomplete, incomplete_expired, paused, canceled. */
   @Column('text', { nullable: true })

@@ -64,6 +64,8 @@ export interface SubscriptionWrite extends SubscriptionFacts {
   organisationId: string;
   customerId: string | null;
   tier: string | null;
+  /** How `tier` was resolved; null with a null tier (the stored one and its source are kept). */
+  tierSource: string | null;
   /** A new row's past_due_since (a stored one's is kept or set by UPSERT_SET). */
   pastDueSince: number | null;
   created: number;
@@ -80,7 +82,8 @@ const SCHEDULE_SAID = `($12::boolean AND EXCLUDED.last_event_created >= COALESCE
  * retries do not restart grace. The schedule it names (when the object says, $12) replaces the stored one
  * unless a newer schedule event was applied; a pending change belongs to its schedule and goes with it.
  */
-const UPSERT_SET = `tier = COALESCE(EXCLUDED.tier, s.tier), status = EXCLUDED.status,
+const UPSERT_SET = `tier = COALESCE(EXCLUDED.tier, s.tier),
+  tier_source = CASE WHEN EXCLUDED.tier IS NULL THEN s.tier_source ELSE EXCLUDED.tier_source END, status = EXCLUDED.status,
   current_period_start = EXCLUDED.current_period_start, current_period_end = EXCLUDED.current_period_end,
   seats = EXCLUDED.seats, interval = EXCLUDED.interval, cancel_at_period_end = EXCLUDED.cancel_at_period_end,
   trial_end = EXCLUDED.trial_end,
@@ -105,8 +108,8 @@ const FIND_SQL = `
 const UPSERT_SQL = `
   INSERT INTO provider_subscriptions AS s (subscription_id, organisation_id, customer_id, tier, status,
     current_period_start, current_period_end, past_due_since, last_event_created, last_event_rank,
-    deleted_event_created, schedule_id, seats, interval, cancel_at_period_end, trial_end)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $11 THEN $9::bigint END, $13, $14, $15, $16, $17)
+    deleted_event_created, schedule_id, seats, interval, cancel_at_period_end, trial_end, tier_source)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $11 THEN $9::bigint END, $13, $14, $15, $16, $17, $18)
   ON CONFLICT (subscription_id) DO UPDATE SET ${UPSERT_SET}`;
 
 // `asOf` becomes the last event time (rank of an update), so an older event arriving later cannot undo it.
@@ -114,7 +117,7 @@ const CORRECT_SQL = `
   UPDATE provider_subscriptions SET tier = $2, status = $3, current_period_start = $4, current_period_end = $5,
     past_due_since = $6, last_event_created = GREATEST(last_event_created, $7), last_event_rank = 2,
     seats = $8, interval = $9, cancel_at_period_end = $10, trial_end = $11,
-    deleted_event_created = CASE WHEN $3 = 'canceled' THEN $7::bigint END, updated_at = now()
+    deleted_event_created = CASE WHEN $3 = 'canceled' THEN $7::bigint END, tier_source = COALESCE($12, tier_source), updated_at = now()
   WHERE subscription_id = $1`;
 
 /**
@@ -132,21 +135,45 @@ const SCHEDULE_SQL = `
   RETURNING 1 AS applied`;
 
 /**
+ * What keeps a subscription from shaping its organisation's license, each as a condition on its row, in the
+ * order the explain read reports them: written once, for licenseCandidates and ofOrganisation.
+ */
+const NOT_CANDIDATE = [
+  { reason: 'deleted', when: 'deleted_event_created IS NOT NULL' },
+  { reason: 'no_tier', when: 'tier IS NULL' },
+  { reason: 'no_status', when: 'status IS NULL' },
+  { reason: 'incomplete', when: "status = 'incomplete'" },
+] as const;
+
+/** Why a subscription is not a license candidate (subscriptionSql.ofOrganisation's `not_candidate`). */
+export type NotCandidate = (typeof NOT_CANDIDATE)[number]['reason'];
+
+/**
  * Billing's subscriptions as SQL fragments, for other modules' one-round-trip statements (the status read
  * and the usage write derive the license from them inside their own statement).
  */
 export const subscriptionSql = {
   /**
    * The subscriptions that can shape the organisation's license: not deleted, with a tier, and past
-   * `incomplete` (a first payment still pending grants nothing yet). Columns: tier, status,
-   * period_start, period_end, past_due_since, last_event_created, seats.
+   * `incomplete` (a first payment still pending grants nothing yet): none of NOT_CANDIDATE holds. Columns:
+   * subscription_id, tier, status, period_start, period_end, past_due_since, last_event_created, seats.
    */
   licenseCandidates: (organisationId: string) => `
-    SELECT tier, status, current_period_start AS period_start, current_period_end AS period_end, past_due_since,
-           last_event_created, seats
+    SELECT subscription_id, tier, status, current_period_start AS period_start, current_period_end AS period_end,
+           past_due_since, last_event_created, seats
     FROM provider_subscriptions
-    WHERE organisation_id = ${organisationId} AND deleted_event_created IS NULL
-      AND tier IS NOT NULL AND status IS NOT NULL AND status <> 'incomplete'`,
+    WHERE organisation_id = ${organisationId} AND ${NOT_CANDIDATE.map((c) => `NOT (${c.when})`).join(' AND ')}`,
+
+  /**
+   * Every subscription of the organisation, deleted ones too, with `not_candidate`: the first reason of
+   * NOT_CANDIDATE that keeps it from being a license candidate (null for a candidate). Columns:
+   * subscription_id, tier, tier_source, status, last_event_created, not_candidate.
+   */
+  ofOrganisation: (organisationId: string) => `
+    SELECT subscription_id, tier, tier_source, status, last_event_created,
+           CASE ${NOT_CANDIDATE.map((c) => `WHEN ${c.when} THEN '${c.reason}'`).join(' ')} END AS not_candidate
+    FROM provider_subscriptions
+    WHERE organisation_id = ${organisationId}`,
 };
 
 const DRIFT_COLUMNS = {
@@ -206,6 +233,7 @@ export class ProviderSubscriptionsRepository {
       w.interval,
       w.cancelAtPeriodEnd,
       w.trialEnd,
+      w.tierSource,
     ]);
   }
 
@@ -241,7 +269,7 @@ export class ProviderSubscriptionsRepository {
   }
 
   /** Writes a corrected state; a `canceled` one is deleted for good. */
-  async writeCorrection(m: EntityManager, subscriptionId: string, after: DriftState, pastDueSince: number | null, asOf: number): Promise<void> {
+  async writeCorrection(m: EntityManager, subscriptionId: string, after: DriftState, tierSource: string | null, pastDueSince: number | null, asOf: number): Promise<void> {
     await preparedQuery(m, CORRECT_SQL, [
       subscriptionId,
       after.tier,
@@ -254,6 +282,7 @@ export class ProviderSubscriptionsRepository {
       after.interval,
       after.cancelAtPeriodEnd,
       after.trialEnd,
+      tierSource,
     ]);
   }
 

@@ -21,10 +21,12 @@ export interface SubscriptionChange extends SubscriptionFacts {
   rank: number;
   /** The resolved paid tier; undefined keeps the stored one (a deletion needs none). */
   tier?: string;
+  /** How `tier` was resolved (webhook/tier-resolution.ts's TierSource), stored with it. */
+  tierSource?: string;
 }
 
-/** What the provider says of a subscription now; an unresolved `tier` keeps the stored one. */
-export type ProviderState = Omit<DriftState, 'tier'> & { tier?: string };
+/** What the provider says of a subscription now; an unresolved `tier` keeps the stored one (and how it was resolved). */
+export type ProviderState = Omit<DriftState, 'tier'> & { tier?: string; tierSource?: string };
 
 /** The state a subscription should have when it drifted from what the provider says, else undefined. */
 export function drifted(stored: DriftState, now: ProviderState): DriftState | undefined {
@@ -92,6 +94,7 @@ export class ProviderSubscriptions {
       customerId: subscription.customerId ?? null,
       ...change,
       tier: change.tier ?? null,
+      tierSource: change.tier === undefined ? null : (change.tierSource ?? null),
       // A new row's; a stored one's is kept or set by the upsert.
       pastDueSince: change.status === 'past_due' ? change.created : null,
       created: change.created,
@@ -130,7 +133,7 @@ export class ProviderSubscriptions {
     const after = drifted(before, now);
     if (!after) return undefined;
     const pastDueSince = after.status !== 'past_due' ? null : before.status === 'past_due' ? (row.pastDueSince ?? asOf) : asOf;
-    await this.repository.writeCorrection(manager, subscriptionId, after, pastDueSince, asOf);
+    await this.repository.writeCorrection(manager, subscriptionId, after, now.tier === undefined ? null : (now.tierSource ?? null), pastDueSince, asOf);
     return { before, after };
   }
 

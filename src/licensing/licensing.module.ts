@@ -9,6 +9,9 @@ import { UsageBatchService } from './usage-batch.service';
 import { UsageService } from './usage.service';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { EntitlementSigningKeys } from './signing-keys';
+import { ExplainController } from './explain.controller';
+import { ExplainRepository } from './explain.repository';
+import { ExplainService } from './explain.service';
 import { WellKnownController } from './well-known.controller';
 
 /**
@@ -17,7 +20,7 @@ import { WellKnownController } from './well-known.controller';
  */
 @Module({
   imports: [NotificationsModule],
-  controllers: [LicensingController, WellKnownController],
+  controllers: [LicensingController, ExplainController, WellKnownController],
   providers: [
     LicensingRepository,
     LicensingService,
@@ -26,6 +29,8 @@ import { WellKnownController } from './well-known.controller';
     UsageService,
     UsageBatchService,
     EntitlementSigningKeys,
+    ExplainRepository,
+    ExplainService,
     { provide: MemberLimitPolicy, useExisting: LicensingService },
   ],
   exports: [LicensingService, EntitlementsService, MemberLimitPolicy],

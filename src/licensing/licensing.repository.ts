@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { subscriptionSql } from '../billing/provider-subscriptions.repository';
 import { AppConfig } from '../config/app-config';
 import { FREE_TIER, limitsOf, Overage, overagesOf } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
 import { accessSql } from '../identity/access.sql';
 import { notificationStateSql } from '../notifications/notification-state.sql';
 import { liveOverridesSql } from './overrides.sql';
+import { licenseChoiceSql } from './license-choice.sql';
 
 /*
  * Licensing's reads: the license state (derived from billing's subscriptions) and the status read built on
@@ -33,10 +33,11 @@ export interface LicenseStateParams {
  * usage write compute the tier, the flags and the limits in force inside the very statement that uses
  * them (no read-then-write gap for a concurrent webhook to slip into).
  *
- * The license follows the organisation's best subscription (spec §5): the highest tier (tier-table order)
- * among those live now (active, trialing, or past_due within GRACE_PERIOD_DAYS of when it became
- * past_due); when none is live, the one whose last event is newest, which then shows as not active and,
- * when its paid period ended without renewal, expired. No subscription: free, active, not expired.
+ * The license follows the organisation's best subscription (spec §5; the rule is licenseChoiceSql's): the
+ * highest tier (tier-table order) among those live now (active, trialing, or past_due within
+ * GRACE_PERIOD_DAYS of when it became past_due); when none is live, the one whose last event is newest,
+ * which then shows as not active and, when its paid period ended without renewal, expired. No subscription:
+ * free, active, not expired. `license.subscription_id` is the one chosen (null: none).
  *
  * While a paid license is not active, its limits and features are the free tier's. The organisation's live
  * overrides (spec §12, entitlement_overrides: not expired at now()) replace the tier's value whatever the
@@ -53,16 +54,12 @@ export interface LicenseStateParams {
  */
 export const licenseStateSql = ({ organisation: $org, tiers: $tiers, graceS: $grace }: LicenseStateParams) => `
   license AS (
-    SELECT COALESCE(b.tier, '${FREE_TIER}') AS tier, b.status, b.period_start, b.period_end, b.in_grace, b.seats, n.now_s
+    SELECT COALESCE(b.tier, '${FREE_TIER}') AS tier, b.subscription_id, b.status, b.period_start, b.period_end, b.past_due_since,
+           b.in_grace, b.seats, n.now_s
     FROM (SELECT extract(epoch FROM now())::bigint AS now_s) AS n
     LEFT JOIN LATERAL (
-      SELECT c.*,
-             c.status = 'past_due' AND n.now_s <= COALESCE(c.past_due_since, c.period_end) + ${$grace}::bigint AS in_grace
-      FROM (${subscriptionSql.licenseCandidates(`${$org}::uuid`)}) AS c
-      ORDER BY (c.status IN ('active', 'trialing')
-                OR (c.status = 'past_due' AND n.now_s <= COALESCE(c.past_due_since, c.period_end) + ${$grace}::bigint)) DESC,
-               (${$tiers}::jsonb -> c.tier ->> 'rank')::int DESC NULLS LAST,
-               c.last_event_created DESC NULLS LAST
+      SELECT * FROM (${licenseChoiceSql.ranked({ organisation: $org, tiers: $tiers, graceS: $grace, nowS: 'n.now_s' })}) AS r
+      ORDER BY ${licenseChoiceSql.order}
       LIMIT 1
     ) AS b ON true
   ),

@@ -17,7 +17,7 @@ export function subscriptionChange(
   rank: number,
 ): SubscriptionChange {
   const tier = resolveTier(sub, config);
-  return { kind, created, rank, tier: 'tier' in tier ? tier.tier : undefined, ...subscriptionFacts(sub) };
+  return { kind, created, rank, ...('tier' in tier ? { tier: tier.tier, tierSource: tier.source } : {}), ...subscriptionFacts(sub) };
 }
 
 /**

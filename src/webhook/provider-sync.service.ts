@@ -184,7 +184,7 @@ function providerState(current: Record<string, any>, config: AppConfig): Provide
   const tier = resolveTier(current, config);
   if ('error' in tier && current.status !== 'canceled') return { error: tier.error };
   const { scheduleId: _, ...facts } = subscriptionFacts(current);
-  return { tier: 'tier' in tier ? tier.tier : undefined, ...facts };
+  return { ...('tier' in tier ? { tier: tier.tier, tierSource: tier.source } : {}), ...facts };
 }
 
 /**

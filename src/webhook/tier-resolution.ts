@@ -2,7 +2,18 @@ import { idOf, isObject } from '../billing/provider-event';
 import { AppConfig } from '../config/app-config';
 import { FREE_TIER, isPaidTier } from '../config/tiers';
 
-export type TierResolution = { tier: string } | { error: string };
+/** How a subscription's tier was resolved (spec §5): which source, first present, named it. Stored with the tier. */
+export const TIER_SOURCES = ['configured_price', 'price_metadata', 'lookup_key', 'subscription_metadata'] as const;
+export type TierSource = (typeof TIER_SOURCES)[number];
+
+export type TierResolution = { tier: string; source: TierSource } | { error: string };
+
+// How each source is named in an error (the provider's field).
+const FIELD: Record<Exclude<TierSource, 'configured_price'>, string> = {
+  price_metadata: 'price.metadata.tier',
+  lookup_key: 'price.lookup_key',
+  subscription_metadata: 'subscription metadata.tier',
+};
 
 /**
  * The tier a subscription grants (spec §5), first source present wins: the tier whose
@@ -16,20 +27,20 @@ export function resolveTier(subscription: Record<string, any>, config: Pick<AppC
   const items: unknown[] = Array.isArray(subscription.items?.data) ? subscription.items.data : [];
   const prices = items.map((item) => (isObject(item) && isObject(item.price) ? item.price : undefined)).filter(isObject);
   const configured = prices.map((price) => tierOfPrice(idOf(price.id), config.providerPrices)).find(Boolean);
-  if (configured) return { tier: configured };
+  if (configured) return { tier: configured, source: 'configured_price' };
   const candidate =
-    prices.map((price) => fromMetadata(price.metadata, 'price.metadata.tier') ?? fromLookupKey(price.lookup_key, config)).find(Boolean) ??
-    fromMetadata(subscription.metadata, 'subscription metadata.tier');
+    prices.map((price) => fromMetadata(price.metadata, 'price_metadata') ?? fromLookupKey(price.lookup_key, config)).find(Boolean) ??
+    fromMetadata(subscription.metadata, 'subscription_metadata');
   if (!candidate) {
     return { error: 'no tier: no configured price, price.metadata.tier, tier lookup_key or metadata.tier' };
   }
   const { value, source } = candidate;
   if (!isPaidTier(config.tiers, value)) {
     return value === FREE_TIER
-      ? { error: `${source} is "${FREE_TIER}": a paid subscription cannot grant the free tier` }
-      : { error: `${source} "${value.slice(0, 64)}" is not a configured tier` };
+      ? { error: `${FIELD[source]} is "${FREE_TIER}": a paid subscription cannot grant the free tier` }
+      : { error: `${FIELD[source]} "${value.slice(0, 64)}" is not a configured tier` };
   }
-  return { tier: value };
+  return { tier: value, source };
 }
 
 /** The tier whose PAYPROVIDER_PRICE_<TIER> lists this price id. */
@@ -40,10 +51,10 @@ export function tierOfPrice(priceId: string | undefined, prices: Record<string, 
 
 interface Candidate {
   value: string;
-  source: string;
+  source: Exclude<TierSource, 'configured_price'>;
 }
 
-function fromMetadata(metadata: unknown, source: string): Candidate | undefined {
+function fromMetadata(metadata: unknown, source: Candidate['source']): Candidate | undefined {
   const value = isObject(metadata) ? metadata.tier : undefined;
   return typeof value === 'string' && value.trim() ? { value: value.trim(), source } : undefined;
 }
@@ -51,5 +62,5 @@ function fromMetadata(metadata: unknown, source: string): Candidate | undefined 
 function fromLookupKey(key: unknown, config: Pick<AppConfig, 'tiers'>): Candidate | undefined {
   if (typeof key !== 'string') return undefined;
   const tier = Object.keys(config.tiers).find((name) => key === name || key.startsWith(`${name}_`));
-  return tier ? { value: tier, source: 'price.lookup_key' } : undefined;
+  return tier ? { value: tier, source: 'lookup_key' } : undefined;
 }

@@ -25,6 +25,8 @@ export type EventSource = (typeof EVENT_SOURCES)[number];
 // Unmatched events are looked up again when a later event links their customer or subscription.
 @Index('webhook_events_unmatched_customer_idx', ['customerId'], { where: `status = 'unmatched'` })
 @Index('webhook_events_unmatched_subscription_idx', ['subscriptionId'], { where: `status = 'unmatched'` })
+// A subscription's events, newest first, for GET /api/licensing/explain.
+@Index('webhook_events_subscription_idx', ['subscriptionId', 'created'])
 @Check('webhook_events_status_check', `status IN ('processed', 'duplicate', 'stale', 'unmatched', 'ignored', 'failed')`)
 export class WebhookEvent {
   /** The provider's event id (`evt_…`): unique, so a redelivery is recognised. */

@@ -45,6 +45,18 @@ export interface NewLedgerRow extends LedgerOutcome {
   source: EventSource;
 }
 
+/** The ledger as SQL fragments, for other modules' one-statement reads. */
+export const ledgerSql = {
+  /**
+   * The newest `limit` events of one subscription (by `created`, then arrival), whatever their outcome: id,
+   * type, created, status, reason. Served by webhook_events_subscription_idx.
+   */
+  eventsOfSubscription: (subscriptionId: string, limit: number) => `
+    SELECT id, type, created, status, reason FROM webhook_events
+    WHERE subscription_id = ${subscriptionId}
+    ORDER BY created DESC, received_at DESC LIMIT ${limit}`,
+};
+
 /**
  * Takes the transaction-scoped advisory lock of each key, in the order given (unnest's order): callers
  * sort the keys, so two transactions never wait on each other.

@@ -98,6 +98,11 @@ export function createClient(options: ClientOptions) {
     /** `GET /api/licensing/check`: would `amount` more of `metric` fit? (member or service key) */
     check: (query: paths['/api/licensing/check']['get']['parameters']['query']) =>
       call(api.GET('/api/licensing/check', { params: { query } })),
+    /**
+     * `GET /api/licensing/explain` (member or service key): why the organisation has its license — grace, the
+     * subscription chosen and how its tier was resolved, its events, and why each other one was not chosen.
+     */
+    explain: (organisationId: string) => call(api.GET('/api/licensing/explain', { params: { query: { organisation_id: organisationId } } })),
     /** `GET /api/billing/session`: what a completed checkout bought. */
     checkoutSession: (sessionId: string) => call(api.GET('/api/billing/session', { params: { query: { session_id: sessionId } } })),
     /** `POST /api/billing/checkout` (owner or admin): a provider checkout to redirect the buyer to. */

@@ -288,6 +288,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/licensing/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why an organisation has the license it has (member session or service key)
+         * @description The chain that decides the tier and flags, newest first: grace, the subscription chosen and how its tier was resolved, the events that set it, and why each other subscription was not chosen. For support ("why is Acme on free?").
+         */
+        get: operations["ExplainController_explain"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -1076,6 +1096,107 @@ export interface components {
         UsageBatchResponse: {
             /** @description One per event, in order */
             results: components["schemas"]["UsageBatchResult"][];
+        };
+        ExplainSubscriptionStep: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "subscription";
+            /**
+             * @description The provider's subscription id
+             * @example sub_1PgafmB7WZ01zgkW
+             */
+            id: string;
+            /**
+             * @description The provider's status
+             * @example active
+             */
+            status: string;
+            /**
+             * @description The tier it grants
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+            /**
+             * @description How the tier was resolved from the subscription (spec §5): a price listed in PAYPROVIDER_PRICE_<TIER>, the price's metadata.tier, its lookup_key, or the subscription's metadata.tier; null when it was stored before the source was recorded
+             * @enum {string|null}
+             */
+            tier_source: "configured_price" | "price_metadata" | "lookup_key" | "subscription_metadata" | null;
+        };
+        ExplainEventStep: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "event";
+            /**
+             * @description The provider's event id, as in the ledger (events:list, events:replay)
+             * @example evt_1PgafmB7WZ01zgkW
+             */
+            id: string;
+            /** @example customer.subscription.updated */
+            type: string;
+            /** @description The event's `created` (Unix seconds) */
+            created: number;
+            /**
+             * @description What the service did with it
+             * @enum {string}
+             */
+            outcome: "processed" | "duplicate" | "stale" | "unmatched" | "ignored" | "failed";
+            /** @description Why, when it was not simply applied */
+            reason: string | null;
+        };
+        ExplainGraceStep: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "grace";
+            /** @description The past_due subscription */
+            subscription_id: string;
+            /** @description When it became past_due (Unix seconds) */
+            past_due_since: number | null;
+            /** @description When the grace period (GRACE_PERIOD_DAYS) ends (Unix seconds) */
+            ends_at: number | null;
+            /** @description Now is within it: the paid tier still applies */
+            in_grace: boolean;
+        };
+        ExplainNoSubscriptionStep: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "no_subscription";
+            /** @description Why the free tier applies */
+            reason: string;
+        };
+        ExplainNotChosenStep: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "not_chosen";
+            id: string;
+            status: string | null;
+            /** @enum {string|null} */
+            tier: "free" | "pro" | "team" | "enterprise" | null;
+            /**
+             * @description deleted: a customer.subscription.deleted was applied; no_tier: no event resolved a tier of ours; no_status: no status known; incomplete: its first payment is pending; not_live: the chosen one is live and this one is not; lower_tier: both as live, this one of a lower tier; older: same tier, its last event is older; tie: equal on every rule
+             * @enum {string}
+             */
+            reason: "deleted" | "no_tier" | "no_status" | "incomplete" | "not_live" | "lower_tier" | "older" | "tie";
+        };
+        ExplainResponse: {
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+            is_active: boolean;
+            is_expired: boolean;
+            /** @description What decides the license, newest first: the grace period (when the chosen subscription is past_due), the subscription chosen and how its tier was resolved, its newest 20 events in the ledger (newest first), then every other subscription with the reason it was not chosen (or no_subscription when none shapes the license) */
+            because: (components["schemas"]["ExplainSubscriptionStep"] | components["schemas"]["ExplainEventStep"] | components["schemas"]["ExplainGraceStep"] | components["schemas"]["ExplainNoSubscriptionStep"] | components["schemas"]["ExplainNotChosenStep"])[];
         };
         PublicJwk: {
             /** @enum {string} */
@@ -3359,6 +3480,101 @@ export interface operations {
                 };
             };
             415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    ExplainController_explain: {
+        parameters: {
+            query: {
+                /** @description Organisation to report on */
+                organisation_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExplainResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

@@ -127,6 +127,16 @@ describe('packages/client against the service', () => {
     expect(() => verifyNotification(body, headers, secret)).toThrow();
     expect(() => verifyNotification(body, {}, secret)).toThrow();
   });
+
+  it('explains a license, typed: a free organisation has no subscription', async () => {
+    const { backEnd, organisation, user } = await provision('client_explain');
+    const explained = await backEnd.explain(organisation.id);
+    expect(explained).toEqual({ tier: 'free', is_active: true, is_expired: false, because: [{ kind: 'no_subscription', reason: expect.any(String) }] });
+    const step = explained.because[0];
+    // The steps are a union by `kind`: narrowing on it types the rest.
+    expect(step.kind === 'no_subscription' ? step.reason : undefined).toMatch(/no subscription/);
+    expect(await user.explain(organisation.id)).toEqual(explained);
+  });
 });
 
 /** The subscription functions, against the service on the strict provider double (spec §11.4). */

@@ -1,0 +1,44 @@
+import { Injectable } from '@nestjs/common';
+import { notAMember } from '../common/app-exception';
+import { organisationNotFound } from '../identity/identity.service';
+import { TierSource } from '../webhook/tier-resolution';
+import { LedgerStatus } from '../webhook/webhook-event.entity';
+import { ExplainResponse, ExplainStep } from './explain.dto';
+import { ExplainRepository, ExplainRow } from './explain.repository';
+
+/** Why an organisation has the license it has (spec §12), for support: GET /api/licensing/explain. */
+@Injectable()
+export class ExplainService {
+  constructor(private readonly repository: ExplainRepository) {}
+
+  /** `userId` null: a service-key caller (404 for an unknown organisation); else members only (403). */
+  async explain(organisationId: string, userId: string | null): Promise<ExplainResponse> {
+    const row = await this.repository.explain(organisationId, userId);
+    if (!row.allowed) throw userId ? notAMember() : organisationNotFound(organisationId);
+    return { tier: row.tier, is_active: row.isActive, is_expired: row.isExpired, because: steps(row) };
+  }
+}
+
+/** The row as the chain of steps, newest first (see ExplainResponse.because). */
+function steps(row: ExplainRow): ExplainStep[] {
+  const { chosen, grace } = row;
+  const because: ExplainStep[] = [];
+  if (chosen && grace) {
+    because.push({ kind: 'grace', subscription_id: chosen.id, past_due_since: grace.pastDueSince, ends_at: grace.endsAt, in_grace: grace.inGrace });
+  }
+  if (chosen) {
+    because.push({ kind: 'subscription', id: chosen.id, status: chosen.status!, tier: chosen.tier!, tier_source: chosen.tierSource as TierSource | null });
+    for (const e of row.events) {
+      because.push({ kind: 'event', id: e.id, type: e.type, created: e.created, outcome: e.status as LedgerStatus, reason: e.reason });
+    }
+  } else {
+    const reason = row.others.length
+      ? 'no subscription can shape the license (see each one below): the free tier applies'
+      : 'the organisation has no subscription: the free tier applies';
+    because.push({ kind: 'no_subscription', reason });
+  }
+  for (const other of row.others) {
+    because.push({ kind: 'not_chosen', id: other.id, status: other.status, tier: other.tier, reason: other.reason });
+  }
+  return because;
+}
