@@ -1,6 +1,17 @@
 import Stripe from 'stripe';
 import { esc, money } from '../src/billing/sandbox/sandbox-pages';
-import { addMonth, randomId } from '../src/billing/sandbox/provider-events';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  addMonth,
+  invoiceObject,
+  periodLine,
+  priceObject,
+  randomId,
+  scheduleObject,
+  subscriptionObject,
+  SubscriptionState,
+} from '../src/billing/sandbox/provider-events';
 import { signatureHeader } from '../src/billing/provider-signature';
 import { triggerEvent } from '../src/cli/webhook-trigger.command';
 import { loadConfig } from '../src/config/app-config';
@@ -70,5 +81,58 @@ describe('sandbox provider building blocks', () => {
     expect(loadConfig({ ...env, PUBLIC_URL: 'https://billing.example.test' }).publicUrl?.origin).toBe('https://billing.example.test');
     expect(() => loadConfig({ ...env, PUBLIC_URL: 'ftp://billing.example.test' })).toThrow(/PUBLIC_URL/);
     expect(() => loadConfig({ ...env, PUBLIC_URL: 'https://billing.example.test/sub' })).toThrow(/PUBLIC_URL must be an origin/);
+  });
+});
+
+/** The provider's own example objects (its API mock's fixtures): every field the sandbox sends, where it sends it. */
+describe("sandbox objects have the provider's shape", () => {
+  const fixtures = JSON.parse(readFileSync(join(__dirname, 'support', 'provider-fixtures.json'), 'utf8'));
+  const plan = { tier: 'team', interval: 'year' as const, quantity: 3 };
+  const state: SubscriptionState = {
+    id: 'sub_1', customerId: 'cus_1', itemId: 'si_1', ...plan, status: 'trialing', metadata: { organisation_id: 'o' },
+    created: 1, periodStart: 1, periodEnd: 2, canceledAt: null, trialStart: 1, trialEnd: 2, cancelAtPeriodEnd: true,
+    defaultPaymentMethod: null, missingPaymentMethod: 'cancel', scheduleId: 'sub_sched_1',
+  };
+
+  /** The key paths of `ours` that `theirs` lacks (arrays: compared with their first element). */
+  function extraPaths(ours: unknown, theirs: unknown, path = ''): string[] {
+    if (ours === null || typeof ours !== 'object') return [];
+    if (Array.isArray(ours)) return ours.flatMap((o) => extraPaths(o, Array.isArray(theirs) ? theirs[0] : undefined, `${path}[]`));
+    return Object.entries(ours).flatMap(([k, v]) => {
+      const there = (theirs as Record<string, unknown> | undefined)?.[k];
+      if (theirs === null || typeof theirs !== 'object' || !(k in (theirs as object))) return [`${path}.${k}`];
+      return k === 'metadata' ? [] : extraPaths(v, there, `${path}.${k}`); // metadata: anyone's keys
+    });
+  }
+
+  it('subscriptions: quantity, the price and its interval, trial, cancel_at_period_end, schedule, where the provider has them', () => {
+    const ours = subscriptionObject(state);
+    expect(extraPaths(ours, fixtures.subscription)).toEqual([]);
+    expect(ours.items.data[0]).toMatchObject({ quantity: 3, price: { recurring: { interval: 'year', interval_count: 1 }, unit_amount: 99000 } });
+    expect(ours).toMatchObject({ trial_end: 2, cancel_at_period_end: true, cancel_at: 2, schedule: 'sub_sched_1', trial_settings: { end_behavior: { missing_payment_method: 'cancel' } } });
+  });
+
+  it('invoices, with a line per charge', () => {
+    const line = periodLine(plan, 1, 2);
+    const ours = invoiceObject({
+      id: 'in_1', customerId: 'cus_1', subscriptionId: 'sub_1', subscriptionMetadata: {}, itemId: 'si_1', billingReason: 'subscription_cycle',
+      lines: [line, { ...line, amount: -5, proration: true }], amountPaid: 297_000 - 5, periodStart: 1, periodEnd: 2, paidAt: 2, hostedInvoiceUrl: null,
+    });
+    // The fixture's line leaves out `pricing.price_details` (a line's price, in the API reference), which the service reads.
+    expect(extraPaths(ours, fixtures.invoice)).toEqual(['.lines.data[].pricing.price_details', '.lines.data[].pricing.price_details']);
+    expect(ours.lines.data.map((l: any) => [l.amount, l.quantity, l.parent.subscription_item_details.proration])).toEqual([[297_000, 3, false], [-5, 3, true]]);
+  });
+
+  it('prices, and schedules with their phases', () => {
+    expect(extraPaths(priceObject('team', 'year'), fixtures.price)).toEqual([]);
+    const schedule = scheduleObject({
+      id: 'sub_sched_1', subscriptionId: 'sub_1', customerId: 'cus_1', created: 1, current: plan, next: { ...plan, quantity: 2 },
+      phaseStart: 1, changeAt: 2, status: 'active', releasedAt: null,
+    });
+    expect(schedule.phases.map((p) => [p.start_date, p.items[0]])).toEqual([
+      [1, expect.objectContaining({ price: 'price_sandbox_team_yearly', quantity: 3 })],
+      [2, expect.objectContaining({ price: 'price_sandbox_team_yearly', quantity: 2 })],
+    ]);
+    expect(schedule).toMatchObject({ object: 'subscription_schedule', status: 'active', subscription: 'sub_1', current_phase: { start_date: 1, end_date: 2 }, end_behavior: 'release' });
   });
 });
