@@ -6,6 +6,7 @@ import { AuditModule } from './audit/audit.module';
 import { BillingModule } from './billing/billing.module';
 import { ConsoleModule } from './console/console.module';
 import { SubscriptionModule } from './billing/subscription.module';
+import { MetersModule } from './billing/meters/meters.module';
 import { AppConfigModule } from './config/app-config.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
@@ -30,6 +31,7 @@ export class AppModule {
         HealthModule,
         LicensingModule,
         BillingModule,
+        MetersModule,
         WebhookModule,
         SubscriptionModule,
         NotificationsModule,

@@ -69,6 +69,19 @@ export interface InvoicePreview {
   lines: { description: string | null; amount: number; periodStart: number; periodEnd: number }[];
 }
 
+/** One billing meter event (spec §13): a window's usage of one metric, for one customer. */
+export interface MeterEventInput {
+  /** The meter's event name (PAYPROVIDER_METER_<METRIC>). */
+  eventName: string;
+  customerId: string;
+  /** A positive whole number, in the metric's units. */
+  value: number;
+  /** Unique per window (`<organisation id>:<metric>:<window start>`): the provider keeps one event per identifier. */
+  identifier: string;
+  /** Unix seconds: the provider takes the past 35 days up to 5 minutes ahead. */
+  timestamp: number;
+}
+
 export type PaymentProviderErrorKind =
   /** The provider does not know the object (HTTP 404 from the provider). */
   | 'not_found'
@@ -176,6 +189,14 @@ export abstract class PaymentProvider {
 
   /** Sets or clears `cancel_at_period_end`; answers the subscription as the provider has it after. */
   abstract setCancelAtPeriodEnd(subscriptionId: string, cancel: boolean): Promise<Record<string, any>>;
+
+  /**
+   * Reports usage to the provider's billing meter. 'duplicate': the provider already has an event with this
+   * identifier (an earlier attempt reached it), so it is delivered. Throws PaymentProviderError: 'rate_limited'
+   * and 'unavailable' may go through later (with `retryAfterS` when the provider said when); 'rejected' and
+   * 'not_found' will not.
+   */
+  abstract reportMeterEvent(event: MeterEventInput): Promise<'created' | 'duplicate'>;
 }
 
 /** The provider's largest page: a list costs one request per this many objects. */

@@ -6,6 +6,7 @@ import {
   CheckoutSessionInfo,
   CreateCheckoutInput,
   InvoicePreview,
+  MeterEventInput,
   ItemChange,
   PaymentProvider,
   PaymentProviderError,
@@ -228,6 +229,32 @@ export class StripePaymentProvider extends PaymentProvider {
     );
   }
 
+  reportMeterEvent(e: MeterEventInput): Promise<'created' | 'duplicate'> {
+    return this.call('meter_event.create', async () => {
+      try {
+        await this.stripe.billing.meterEvents.create(
+          {
+            event_name: e.eventName,
+            payload: { stripe_customer_id: e.customerId, value: String(e.value) },
+            identifier: e.identifier,
+            timestamp: e.timestamp,
+          },
+          // The job queue retries, later and honouring Retry-After; the SDK's own retries would come within 2 s.
+          { maxNetworkRetries: 0 },
+        );
+        return 'created';
+      } catch (err) {
+        // The provider refuses an identifier it already has (400, "An event already exists with identifier …").
+        if (err instanceof Stripe.errors.StripeInvalidRequestError && /already exists with identifier/i.test(err.message)) return 'duplicate';
+        // A key the provider refuses is this service's configuration, not the window's: it may be fixed.
+        if (err instanceof Stripe.errors.StripeAuthenticationError || err instanceof Stripe.errors.StripePermissionError) {
+          throw new PaymentProviderError('unavailable', `the provider refused the API key: ${err.message}`);
+        }
+        throw err;
+      }
+    });
+  }
+
   /**
    * Waits for a slot in the request budget, times the call, maps failures onto the port's error kinds, and logs
    * what an operator needs.
@@ -306,8 +333,10 @@ export function toPortError(err: unknown): PaymentProviderError {
     return new PaymentProviderError('unavailable', err instanceof Error ? err.message : String(err));
   }
   const kind = kindOf(err);
-  // The provider sends no Retry-After with its 429: its limits are per second.
-  return new PaymentProviderError(kind, err.message, err.param, kind === 'rate_limited' ? 1 : undefined);
+  // The provider's 429 usually says no Retry-After (its limits are per second): then 1 s.
+  const retryAfter = Number(err.headers?.['retry-after']);
+  const retryAfterS = retryAfter > 0 ? retryAfter : kind === 'rate_limited' ? 1 : undefined;
+  return new PaymentProviderError(kind, err.message, err.param, retryAfterS);
 }
 
 function kindOf(err: InstanceType<typeof Stripe.errors.StripeError>): PaymentProviderErrorKind {

@@ -6,6 +6,7 @@ import { CliCommand, CliUsageError, parseArgv } from './cli-command';
 import { consoleCommands } from './console.commands';
 import { eventCommands } from './events.commands';
 import { identityCommands } from './identity.commands';
+import { meterCommands } from './meters.commands';
 import { notificationCommands } from './notifications.commands';
 import { sandboxCommands } from './sandbox.commands';
 import { webhookTriggerCommands } from './webhook-trigger.command';
@@ -15,6 +16,7 @@ export const COMMANDS: Record<string, CliCommand> = {
   ...identityCommands,
   ...eventCommands,
   ...notificationCommands,
+  ...meterCommands,
   ...webhookTriggerCommands,
   ...sandboxCommands,
   ...consoleCommands,

@@ -1,5 +1,5 @@
-import { Logger as NestLogger } from '@nestjs/common';
-import { Logger, runMigrations } from 'graphile-worker';
+import { Injectable, Logger as NestLogger } from '@nestjs/common';
+import { Logger, runMigrations, TaskList } from 'graphile-worker';
 import { Pool } from 'pg';
 import { ClosingClient } from '../database/closing-client';
 
@@ -18,6 +18,26 @@ export const MINUTELY_TASK = 'notifications_minutely';
 
 /** The job key of a delivery: one live job per delivery; adding it again replaces (or succeeds) the old one. */
 export const deliveryJobKey = (deliveryId: string) => `${DELIVERY_TASK}:${deliveryId}`;
+
+/** What another module runs on the queue: its tasks, a step of the minutely job, and what to do once the worker runs. */
+export interface QueueUser {
+  tasks: TaskList;
+  minutely?: () => Promise<void>;
+  started?: () => Promise<void>;
+}
+
+/**
+ * The queue's tasks beyond notifications' own (billing's meter reports, spec §13), registered by their module
+ * at init; the worker (notification-worker.ts) runs them, and runs at all when any is registered.
+ */
+@Injectable()
+export class JobQueueTasks {
+  readonly users: QueueUser[] = [];
+
+  register(user: QueueUser): void {
+    this.users.push(user);
+  }
+}
 
 /** Graphile's log lines, through Nest's logger: its routine chatter at debug level (or not at all). */
 export function queueLogger(opts: { chatter: boolean } = { chatter: true }): Logger {

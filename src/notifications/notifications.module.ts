@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { JobQueueTasks } from './job-queue';
 import { NotificationDeliveriesRepository } from './notification-deliveries.repository';
 import { NotificationDeliveryService } from './notification-delivery.service';
 import { NotificationOutbox } from './notification-outbox.service';
@@ -19,7 +20,8 @@ import { NotificationsService } from './notifications.service';
     NotificationDeliveryService,
     NotificationOutbox,
     NotificationWorker,
+    JobQueueTasks,
   ],
-  exports: [NotificationsService, NotificationOutbox],
+  exports: [NotificationsService, NotificationOutbox, JobQueueTasks],
 })
 export class NotificationsModule {}

@@ -132,6 +132,33 @@ backlogGauge(
   Math.max,
 );
 
+export const meterEvents = new Counter({
+  name: 'meter_events_total',
+  help: 'Attempts to deliver provider meter events (one per window), by outcome (delivered, duplicate: the provider already had it, retried, failed: refused for good)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+/** The meter windows not yet delivered, of each live app (one in production), read at scrape time. */
+const meterWindowReaders = new Set<() => Promise<{ open: number; pending: number }>>();
+
+export function trackMeterWindows(read: () => Promise<{ open: number; pending: number }>): () => void {
+  meterWindowReaders.add(read);
+  return () => void meterWindowReaders.delete(read);
+}
+
+new Gauge({
+  name: 'meter_windows_pending',
+  help: 'Meter windows not yet delivered to the provider, by state (open: still summing; pending: closed, waiting for delivery)',
+  labelNames: ['state'] as const,
+  registers: [registry],
+  async collect() {
+    const counts = await Promise.all([...meterWindowReaders].map((read) => read().catch(() => ({ open: 0, pending: 0 }))));
+    this.set({ state: 'open' }, counts.reduce((n, c) => n + c.open, 0));
+    this.set({ state: 'pending' }, counts.reduce((n, c) => n + c.pending, 0));
+  },
+});
+
 let defaultMetricsEnabled = false;
 
 /** Process metrics (CPU, memory, event loop, GC). Once per process: registering twice throws. */

@@ -13,3 +13,4 @@ import '../billing-meters.e2e-spec';
 import '../billing-subscription.e2e-spec';
 import '../billing-subscription-concurrency.e2e-spec';
 import '../billing-subscription-sandbox.e2e-spec';
+import '../billing-meters-delivery.e2e-spec';

@@ -3,6 +3,7 @@ import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerRespo
 import { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { subscriptionChangeRoutes } from './fake-subscription-changes';
+import { duplicateIdentifierMessage, METER_IDENTIFIER_UNIQUE_S, meterTimestampProblem } from '../../src/billing/meters/meter-rules';
 import providerApi from './provider-api.json';
 import { providerEvent } from './provider-events';
 import providerFixtures from './provider-fixtures.json';
@@ -23,6 +24,10 @@ import { signatureHeader, WEBHOOK_PATH } from './webhook-signing';
  *   GET  /v1/events                     → stored events (see `addEvent`) and those it sent, `types[]`, `type`,
  *                                         `created[gte|gt|lte|lt]`
  *   subscription changes, invoice previews and subscription schedules: see fake-subscription-changes.ts
+ *   POST /v1/billing/meter_events       → a meter event, kept in `meterEvents`: `payload[stripe_customer_id]` a known
+ *                                         customer, `payload[value]` a whole number, `timestamp` within the past 35
+ *                                         days or 5 minutes ahead, an `identifier` seen in the last 24 h → 400 "An
+ *                                         event already exists with identifier …" (the provider's rules, meter-rules.ts)
  *
  * Events: every change it makes queues the events the provider sends for it (also listed by GET /v1/events);
  * `deliverEvents()` sends the queued ones, in order, signed with real HMAC, to `webhookTarget(url)`.
@@ -87,6 +92,8 @@ export interface FakeProvider {
   addCheckoutSession(overrides?: Record<string, unknown>): Record<string, any>;
   /** Stores a subscription: fixture, then `overrides` (give at least `id`). */
   addSubscription(overrides: Record<string, unknown>): Record<string, any>;
+  /** Billing meter events the provider accepted, in arrival order (`at`: arrival, Unix seconds). */
+  meterEvents: { identifier: string; event_name: string; customer: string; value: number; timestamp: number; at: number }[];
   /** Events the provider keeps (listed by GET /v1/events). */
   events: Record<string, any>[];
   addEvent(event: Record<string, any>): void;
@@ -163,6 +170,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
   for (const id of opts.prices ?? []) addPrice(id);
   const idempotent = new Map<string, { fingerprint: string; status: number; body: unknown }>();
   const events: Record<string, any>[] = [];
+  const meterEvents: FakeProvider['meterEvents'] = [];
   let failures: Failure[] = [];
   const pathFailures = new Map<string, Failure>();
   let url = '';
@@ -226,6 +234,26 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       queuedEvents.push(event);
     },
   });
+  const meterEvent = (b: Record<string, any>): [number, unknown] => {
+    const refuse = (param: string, message: string, code?: string): [number, unknown] => [400, stripeError({ type: 'invalid_request_error', code, param, message })];
+    for (const param of ['event_name', 'payload']) {
+      if (b[param] === undefined) return refuse(param, `Missing required param: ${param}.`, 'parameter_missing');
+    }
+    const payload = b.payload as Record<string, unknown>;
+    if (typeof payload !== 'object' || Object.values(payload).some((v) => typeof v !== 'string')) return refuse('payload', 'Invalid payload: a hash of strings.');
+    const customer = payload.stripe_customer_id as string | undefined;
+    if (customer === undefined) return refuse('payload', 'Customer mapping key stripe_customer_id not found in payload.', 'meter_event_no_customer_defined');
+    if (!customers.has(customer)) return refuse('payload[stripe_customer_id]', `No such customer: '${customer}'`, 'meter_event_customer_not_found');
+    if (typeof payload.value !== 'string' || !/^\d+$/.test(payload.value)) return refuse('payload[value]', 'Meter event value must be a whole number.', 'meter_event_invalid_value');
+    const at = nowSeconds();
+    const timestamp = b.timestamp === undefined ? at : Number(b.timestamp);
+    const late = meterTimestampProblem(timestamp, at);
+    if (late) return refuse('timestamp', late.slice(late.indexOf(': ') + 2), late.slice(0, late.indexOf(':')));
+    const identifier: string = b.identifier ?? newId('idmp_');
+    if (meterEvents.some((e) => e.identifier === identifier && e.at > at - METER_IDENTIFIER_UNIQUE_S)) return refuse('identifier', duplicateIdentifierMessage(identifier));
+    meterEvents.push({ identifier, event_name: b.event_name, customer, value: Number(payload.value), timestamp, at });
+    return [200, { object: 'billing.meter_event', created: at, event_name: b.event_name, identifier, livemode: false, payload, timestamp }];
+  };
 
   const route = (req: RecordedRequest): [number, unknown] => {
     const auth = req.headers.authorization;
@@ -342,6 +370,11 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     }
     const changed = changeRoutes(req);
     if (changed) return changed;
+    if (req.method === 'POST' && req.path === '/v1/billing/meter_events') {
+      const invalid = validate('POST /v1/billing/meter_events', req.body);
+      if (invalid) return invalid;
+      return meterEvent(req.body as Record<string, any>);
+    }
     return [404, stripeError({ type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${req.path}).` })];
   };
 
@@ -444,6 +477,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       return statuses;
     },
     events,
+    meterEvents,
     addEvent: (event) => {
       events.push(event);
       listings.clear();
@@ -493,6 +527,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       subscriptions.clear();
       idempotent.clear();
       events.length = 0;
+      meterEvents.length = 0;
       listings.clear();
       schedules.clear();
       declining.clear();

@@ -86,7 +86,7 @@ const CLAIM_SQL = `
   UPDATE meter_windows SET leased_until = now() + interval '2 minutes', attempts = attempts + 1
   WHERE ${KEY_WHERE} AND status = 'pending' AND next_attempt_at <= now() + interval '1 second'
     AND (leased_until IS NULL OR leased_until < now())
-  RETURNING customer_id AS "customerId", value::float8 AS value, attempts`;
+  RETURNING customer_id AS "customerId", value::float8 AS value, window_end::float8 AS "windowEnd", attempts`;
 
 /** A failed attempt: the next one scheduled as a new job ($5: its delay in seconds). */
 const RETRY_SQL = `
@@ -137,6 +137,8 @@ const SUMMARY_SQL = `
 export interface ClaimedWindow {
   customerId: string;
   value: number;
+  /** Unix seconds. */
+  windowEnd: number;
   /** This attempt's number (1 for the first). */
   attempts: number;
 }

@@ -1,6 +1,7 @@
 import { planLabel, SandboxInterval, SandboxPlan, unitAmount } from './provider-events';
 import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
 import { SandboxInvoice } from './sandbox-invoice.entity';
+import { MeterTotal } from './sandbox.repository';
 
 /**
  * The sandbox's server-rendered pages (and billing's return pages, which share the look): tiny, no scripts,
@@ -133,7 +134,7 @@ export function deliveryFailedPage(retryAction: string, error: string): string {
   );
 }
 
-export function invoicePage(i: SandboxInvoice): string {
+export function invoicePage(i: SandboxInvoice, usage: MeterTotal[] = []): string {
   const lines = i.lines
     .map((line) => `<tr><td>${esc(line.description)}<br><span class="note">${esc(day(line.periodStart))} to ${esc(day(line.periodEnd))}</span></td><td>${esc(money(line.amount, i.currency))}</td></tr>`)
     .join('\n');
@@ -149,7 +150,15 @@ export function invoicePage(i: SandboxInvoice): string {
 </dl>
 <table><caption>Lines</caption>
 ${lines}
-</table>`,
+</table>
+<h2>Metered usage in this period</h2>
+${
+  usage.length
+    ? `<table><caption>Meter events</caption><tr><th>Meter event</th><th>Total</th><th>Events</th></tr>
+${usage.map((u) => `<tr><td>${esc(u.eventName)}</td><td>${u.total}</td><td>${u.events}</td></tr>`).join('\n')}
+</table>`
+    : '<p>No meter events were reported for this period.</p>'
+}`,
   );
 }
 

@@ -7,6 +7,7 @@ import {
   CreateCheckoutInput,
   InvoicePreview,
   ItemChange,
+  MeterEventInput,
   PaymentProvider,
   PaymentProviderError,
   PlanItem,
@@ -15,6 +16,7 @@ import {
   ProviderPage,
 } from '../payment-provider.port';
 import { ProviderEvent } from '../provider-event';
+import { meterTimestampProblem } from '../meters/meter-rules';
 import { nowSeconds, parseSandboxPriceId, priceObject, SANDBOX_CURRENCY, SandboxPlan, sandboxPriceIds, scheduleObject } from './provider-events';
 import { SandboxDelivery } from './sandbox-delivery';
 import { SandboxSubscriptions } from './sandbox-subscriptions';
@@ -214,6 +216,15 @@ export class SandboxPaymentProvider extends PaymentProvider {
   }
 
   /** Times the call like the real adapter does; a database failure here is the provider being unavailable. */
+  /** Kept in the sandbox's own table and shown on its invoice pages; the provider's timestamp limits apply. */
+  reportMeterEvent(e: MeterEventInput): Promise<'created' | 'duplicate'> {
+    return this.call('billing.meter_events.create', async () => {
+      const problem = meterTimestampProblem(e.timestamp, nowSeconds());
+      if (problem) throw new PaymentProviderError('rejected', problem, 'timestamp');
+      return this.store.recordMeterEvent({ identifier: e.identifier, eventName: e.eventName, customerId: e.customerId, value: e.value, timestamp: e.timestamp });
+    });
+  }
+
   private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     const started = process.hrtime.bigint();
     let outcome = 'ok';

@@ -149,7 +149,7 @@ export class SandboxController {
   async invoice(@Param('id') id: string, @Res() res: Response) {
     const invoice = this.enabled() && INVOICE_ID.test(id) ? await this.store.findInvoice(id) : undefined;
     if (!invoice) return this.send(res, 404, notFound('invoice'));
-    return this.send(res, 200, invoicePage(invoice));
+    return this.send(res, 200, invoicePage(invoice, await this.store.invoiceUsage(invoice)));
   }
 
   private async complete(id: string, form: PlanChoiceForm, card: boolean, res: Response) {

@@ -6,6 +6,7 @@ import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
 import { SandboxCustomer } from './sandbox-customer.entity';
 import { SandboxEvent } from './sandbox-event.entity';
 import { SandboxInvoice } from './sandbox-invoice.entity';
+import { SandboxMeterEvent } from './sandbox-meter-event.entity';
 import { SandboxPortalSession } from './sandbox-portal-session.entity';
 import { SandboxSchedule } from './sandbox-schedule.entity';
 import { SandboxSubscription } from './sandbox-subscription.entity';
@@ -21,6 +22,13 @@ export interface PendingEvent {
  * The sandbox provider's tables, through TypeORM's repositories (none of these paths is hot). A method
  * that is part of a state change takes the transaction's EntityManager `m`.
  */
+/** Usage reported to one of the sandbox's meters within a period. */
+export interface MeterTotal {
+  eventName: string;
+  total: number;
+  events: number;
+}
+
 @Injectable()
 export class SandboxRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
@@ -131,6 +139,26 @@ export class SandboxRepository {
 
   findInvoice(id: string): Promise<SandboxInvoice | null> {
     return this.db.getRepository(SandboxInvoice).findOneBy({ id });
+  }
+
+  /** Keeps a meter event; false when one with its identifier is already kept (the provider's duplicate). */
+  async insertMeterEvent(event: SandboxMeterEvent): Promise<boolean> {
+    const result = await this.db.getRepository(SandboxMeterEvent).createQueryBuilder().insert().values(event).orIgnore().execute();
+    return result.identifiers.some(Boolean);
+  }
+
+  /** The customer's metered usage dated within [from, to), summed per event name. */
+  meterTotals(customerId: string, from: number, to: number): Promise<MeterTotal[]> {
+    return this.db
+      .getRepository(SandboxMeterEvent)
+      .createQueryBuilder('e')
+      .select('e.eventName', 'eventName')
+      .addSelect('sum(e.value)::float8', 'total')
+      .addSelect('count(*)::int', 'events')
+      .where('e.customerId = :customerId AND e.timestamp >= :from AND e.timestamp < :to', { customerId, from, to })
+      .groupBy('e.eventName')
+      .orderBy('e.eventName')
+      .getRawMany();
   }
 
   /** Stores an event caused by a change of session `sourceId`, in that change's transaction. */

@@ -19,11 +19,12 @@ import {
 } from './provider-events';
 import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
 import { SandboxInvoice } from './sandbox-invoice.entity';
+import { SandboxMeterEvent } from './sandbox-meter-event.entity';
 import { SandboxPortalSession } from './sandbox-portal-session.entity';
 import { SandboxSubscription } from './sandbox-subscription.entity';
 import { SandboxSchedule } from './sandbox-schedule.entity';
 import { fromState, toState, TRIAL_WILL_END, TRIAL_WILL_END_S } from './sandbox-subscriptions';
-import { PendingEvent, SandboxRepository } from './sandbox.repository';
+import { MeterTotal, PendingEvent, SandboxRepository } from './sandbox.repository';
 
 const CHECKOUT_TTL_S = 24 * 3600;
 const PORTAL_TTL_S = 3600;
@@ -193,6 +194,16 @@ export class SandboxStore {
 
   async findInvoice(id: string): Promise<SandboxInvoice | undefined> {
     return (await this.sandbox.findInvoice(id)) ?? undefined;
+  }
+
+  /** Keeps a billing meter event; 'duplicate' when its identifier is already kept, as the provider answers. */
+  async recordMeterEvent(event: SandboxMeterEvent): Promise<'created' | 'duplicate'> {
+    return (await this.sandbox.insertMeterEvent(event)) ? 'created' : 'duplicate';
+  }
+
+  /** The usage reported to the sandbox's meters within the invoice's period, per event name. */
+  invoiceUsage(i: SandboxInvoice): Promise<MeterTotal[]> {
+    return this.sandbox.meterTotals(i.customerId, i.periodStart, i.periodEnd);
   }
 
   pendingEvents(sourceId: string): Promise<PendingEvent[]> {
