@@ -10,6 +10,7 @@ const layout = String.raw`<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title><%= it.title %> · Billing console</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/console/assets/console.css">
 <% if (it.chart) { %>
 <script src="/console/assets/chart.umd.min.js" defer></script>
