@@ -1,3 +1,4 @@
+import type { PendingChange } from './provider-subscription.entity';
 import { idOf, secondsOf } from './provider-event';
 
 /**
@@ -67,4 +68,18 @@ export function scheduleFacts(schedule: Record<string, any>): ScheduleFacts {
         ? null
         : { priceId: idOf(item?.price) ?? null, quantity: Number.isSafeInteger(item?.quantity) ? item.quantity : null, startsAt },
   };
+}
+
+/**
+ * What a schedule holds for its subscription, as stored: its id, whether it still holds it, and the change its
+ * next phase makes (`planOfPrice`: the tier and interval of a price id, as far as the service knows them).
+ */
+export function scheduleState(
+  facts: ScheduleFacts,
+  planOfPrice: (priceId: string) => { tier: string; interval: string | null } | undefined,
+): { scheduleId: string; attached: boolean; pendingChange: PendingChange | null } {
+  const { next, attached, scheduleId } = facts;
+  if (!attached || !next) return { scheduleId, attached, pendingChange: null };
+  const plan = next.priceId ? planOfPrice(next.priceId) : undefined;
+  return { scheduleId, attached, pendingChange: { tier: plan?.tier ?? null, interval: plan?.interval ?? null, seats: next.quantity, effective_at: next.startsAt } };
 }

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
+import type { LiveSubscription } from './provider-subscriptions.service';
 
 /** Billing intervals a change may name (spec §11.3, 11.4). */
 export const INTERVALS = ['month', 'year'] as const;
@@ -76,6 +77,21 @@ export class SubscriptionView {
   @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds; null when not trialing' }) trial_end: number | null;
   @ApiProperty({ type: () => PendingChangeView, nullable: true, description: 'A change that takes effect at the period\'s end' })
   pending_change: PendingChangeView | null;
+}
+
+/** The answer's form of a stored live subscription. */
+export function subscriptionView(live: LiveSubscription): SubscriptionView {
+  return {
+    id: live.id,
+    tier: live.tier,
+    status: live.status,
+    interval: live.interval,
+    seats: live.seats,
+    current_period_end: live.periodEnd,
+    cancel_at_period_end: live.cancelAtPeriodEnd,
+    trial_end: live.trialEnd,
+    pending_change: live.pendingChange,
+  };
 }
 
 export class SubscriptionResponse {

@@ -12,11 +12,11 @@ import { CallerLimits } from './caller-limits';
 import { PaymentProvider } from './payment-provider.port';
 import { PriceCatalog } from './price-catalog';
 import { idOf } from './provider-event';
-import { scheduleFacts } from './provider-subscription-facts';
-import { LiveSubscription, PendingChange, ProviderSubscriptions } from './provider-subscriptions.service';
+import { scheduleFacts, scheduleState } from './provider-subscription-facts';
+import { LiveSubscription, ProviderSubscriptions } from './provider-subscriptions.service';
 import { changeFailure } from './provider-failure';
 import { SubscriptionClaims } from './subscription-claims';
-import { ChangeSubscriptionDto, PreviewChangeDto, PreviewResponse, SubscriptionResponse, SubscriptionView } from './subscription.dto';
+import { ChangeSubscriptionDto, PreviewChangeDto, PreviewResponse, SubscriptionResponse, SubscriptionView, subscriptionView } from './subscription.dto';
 import { checkRequest, isUpgrade, Plan, samePlan, targetPlan } from './subscription-plan';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -226,15 +226,8 @@ export class SubscriptionService {
   private async applySchedule(m: EntityManager, schedule: Record<string, any>, asOf: number): Promise<void> {
     const facts = scheduleFacts(schedule);
     if (!facts.subscriptionId) return;
-    const next = facts.next;
-    const plan = next?.priceId ? this.catalog.planOfPrice(next.priceId) : undefined;
-    const pendingChange: PendingChange | null =
-      facts.attached && next ? { tier: plan?.tier ?? null, interval: plan?.interval ?? null, seats: next.quantity, effective_at: next.startsAt } : null;
-    await this.subscriptions.applySchedule(m, facts.subscriptionId, { scheduleId: facts.scheduleId, attached: facts.attached, pendingChange }, {
-      created: asOf,
-      rank: SCHEDULE_ANSWER_RANK,
-      force: true,
-    });
+    const state = scheduleState(facts, (priceId) => this.catalog.planOfPrice(priceId));
+    await this.subscriptions.applySchedule(m, facts.subscriptionId, state, { created: asOf, rank: SCHEDULE_ANSWER_RANK, force: true });
   }
 
   /**
@@ -257,18 +250,7 @@ export class SubscriptionService {
 
   private async view(m: EntityManager, organisationId: string): Promise<SubscriptionView | null> {
     const live = await this.subscriptions.liveOf(organisationId, m);
-    if (!live) return null;
-    return {
-      id: live.id,
-      tier: live.tier,
-      status: live.status,
-      interval: live.interval,
-      seats: live.seats,
-      current_period_end: live.periodEnd,
-      cancel_at_period_end: live.cancelAtPeriodEnd,
-      trial_end: live.trialEnd,
-      pending_change: live.pendingChange,
-    };
+    return live ? subscriptionView(live) : null;
   }
 }
 
