@@ -21,28 +21,31 @@ export class SandboxDelivery {
     private readonly config: AppConfig,
   ) {}
 
-  /** Deliveries under way per source, so that one source's events go out one at a time, in order. */
+  /** Deliveries under way per source: one source's events go out one delivery at a time, in order. */
   private readonly running = new Map<string, Promise<unknown>>();
 
   /**
    * Delivers in the background what a change made through the port left pending (the provider's events follow its
-   * answer); one source at a time. A failure stays pending for the next delivery of that source (or sync).
+   * answer). A failure stays pending for the next delivery of that source (or provider:sync).
    */
   deliverLater(sourceId: string): void {
-    const next = (this.running.get(sourceId) ?? Promise.resolve())
-      .then(() => this.deliverPending(sourceId))
-      .catch((err) => this.logger.warn(`events of ${sourceId} not delivered: ${(err as Error).message}`))
-      .finally(() => {
-        if (this.running.get(sourceId) === next) this.running.delete(sourceId);
-      });
-    this.running.set(sourceId, next);
+    this.deliverPending(sourceId).catch((err) => this.logger.warn(`events of ${sourceId} not delivered: ${(err as Error).message}`));
   }
 
   /**
-   * In order, to our own webhook endpoint (or `url`: the CLI's `--url`); stops at the first failure so that a
-   * retry resumes where it stopped.
+   * In order, to our own webhook endpoint (or `url`: the CLI's `--url`), after any delivery of the same source
+   * under way in this process; stops at the first failure so that a retry resumes where it stopped.
    */
-  async deliverPending(sourceId: string, url = this.urls.webhook(), delivered?: (event: PendingEvent) => void): Promise<DeliveryOutcome> {
+  deliverPending(sourceId: string, url = this.urls.webhook(), delivered?: (event: PendingEvent) => void): Promise<DeliveryOutcome> {
+    const next = (this.running.get(sourceId) ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => this.deliverNow(sourceId, url, delivered));
+    this.running.set(sourceId, next);
+    void next.finally(() => this.running.get(sourceId) === next && this.running.delete(sourceId)).catch(() => undefined);
+    return next;
+  }
+
+  private async deliverNow(sourceId: string, url: string, delivered?: (event: PendingEvent) => void): Promise<DeliveryOutcome> {
     for (const event of await this.store.pendingEvents(sourceId)) {
       const error = await this.deliver(url, JSON.stringify(event.payload));
       if (error) {
