@@ -83,7 +83,17 @@ describe('notifications to the web app', () => {
     // The exact bytes: keys in the documented order.
     expect(JSON.parse(first.body)).toEqual({ type: 'license.updated', timestamp: expect.any(String), data: expect.any(Object) });
     expect(Object.keys(JSON.parse(first.body))).toEqual(['type', 'timestamp', 'data']);
-    expect(first.json.data).toEqual({ organisation_id: org, external_id: null, tier: 'pro', is_active: true, is_expired: false, version: 1 });
+    expect(first.json.data).toEqual({
+      organisation_id: org,
+      external_id: null,
+      tier: 'pro',
+      is_active: true,
+      is_expired: false,
+      version: 1,
+      // spec §11.5: the features in force and the seats (null: not sold per seat).
+      features: { api_access: true, audit_log: false, sso: false },
+      seats: null,
+    });
     expect(new Date(first.json.timestamp).toISOString()).toBe(first.json.timestamp);
     // A receiver rejects a body that was tampered with, or signed with another secret.
     const headers = first.headers as Record<string, string>;
@@ -97,7 +107,16 @@ describe('notifications to the web app', () => {
     await t.db.query(`UPDATE organisations SET external_id = 'web-org-42' WHERE id = $1`, [org]);
     await send(subscriptionEvent('updated', subscription(org, PRICE_TEAM, { id: sub.id, customer: sub.customer }), { created: nowS() - 5 })).expect(200);
     const [, second] = await messages(org, 2);
-    expect(second.json.data).toEqual({ organisation_id: org, external_id: 'web-org-42', tier: 'team', is_active: true, is_expired: false, version: 2 });
+    expect(second.json.data).toEqual({
+      organisation_id: org,
+      external_id: 'web-org-42',
+      tier: 'team',
+      is_active: true,
+      is_expired: false,
+      version: 2,
+      features: { api_access: true, audit_log: true, sso: false },
+      seats: null,
+    });
     expect(second.headers['webhook-id']).not.toBe(first.headers['webhook-id']);
 
     // An update that changes nothing the license shows (same tier, still active) is not notified.

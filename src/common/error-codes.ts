@@ -56,6 +56,7 @@ export const ERROR_CODES = {
   event_not_found: [404, 'No webhook event with that id in the ledger.'],
   no_subscription: [404, 'The organisation has no live subscription (active, trialing, past_due, unpaid, incomplete).'],
   no_pending_change: [404, "The organisation's subscription has no change scheduled for the end of its period."],
+  override_not_found: [404, 'The organisation has no override of that name.'],
   notification_not_found: [404, 'No outbound notification with that webhook-id (notifications:retry).'],
   request_timeout: [408, 'The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.'],
   // 409: conflicts with what is stored.

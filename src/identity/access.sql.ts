@@ -13,4 +13,9 @@ export const accessSql = {
     `EXISTS (SELECT 1 FROM memberships WHERE organisation_id = ${organisationId} AND user_id = ${userId})`,
   memberCount: (organisationId: string) => `(SELECT count(*) FROM memberships WHERE organisation_id = ${organisationId})`,
   organisationExists: (organisationId: string) => `EXISTS (SELECT 1 FROM organisations WHERE id = ${organisationId})`,
+  /**
+   * Locks the organisation's row against member changes (which take FOR UPDATE) for the rest of the
+   * transaction, without blocking rows that merely reference it; one row when it exists.
+   */
+  lockOrganisation: (organisationId: string) => `SELECT id FROM organisations WHERE id = ${organisationId} FOR NO KEY UPDATE`,
 };

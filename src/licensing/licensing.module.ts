@@ -1,6 +1,9 @@
 import { Module } from '@nestjs/common';
 import { LicensingController } from './licensing.controller';
 import { EntitlementsService } from './entitlements.service';
+import { OverridesController } from './overrides.controller';
+import { OverridesRepository } from './overrides.repository';
+import { OverridesService } from './overrides.service';
 import { LicensingService } from './licensing.service';
 import { MemberLimitPolicy } from '../identity/member-limit.port';
 import { LicensingRepository } from './licensing.repository';
@@ -20,11 +23,13 @@ import { WellKnownController } from './well-known.controller';
  */
 @Module({
   imports: [NotificationsModule],
-  controllers: [LicensingController, ExplainController, WellKnownController],
+  controllers: [LicensingController, ExplainController, OverridesController, WellKnownController],
   providers: [
     LicensingRepository,
     LicensingService,
     EntitlementsService,
+    OverridesRepository,
+    OverridesService,
     UsageRepository,
     UsageService,
     UsageBatchService,

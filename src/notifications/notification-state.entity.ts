@@ -26,6 +26,13 @@ export class NotificationState {
   @Column('boolean', { name: 'is_expired', default: false })
   isExpired: boolean;
 
+  /**
+   * The features, limits in force and seats last notified (`{features, limits, seats}`); null on a row from
+   * before they were recorded, which stands for what its tier implied (notifications.repository.ts).
+   */
+  @Column('jsonb', { nullable: true })
+  entitlements: { features: Record<string, boolean>; limits: Record<string, number>; seats: number | null } | null;
+
   /** When the license was last compared (the grace-expiry job looks again only at rows older than an expiry). */
   @Column('timestamptz', { name: 'checked_at', default: () => 'now()' })
   checkedAt: Date;

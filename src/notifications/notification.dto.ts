@@ -15,6 +15,18 @@ export class LicenseNotificationData {
   version: number;
 }
 
+export class LicenseUpdatedNotificationData extends LicenseNotificationData {
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'boolean' },
+    example: { api_access: true, audit_log: false, sso: true },
+    description: 'Every feature in force (overrides included), as the entitlements read answers them',
+  })
+  features: Record<string, boolean>;
+  @ApiProperty({ type: 'integer', nullable: true, description: "The subscription's seats; null for a tier not sold per seat" })
+  seats: number | null;
+}
+
 export class UsageCapacityNotificationData extends LicenseNotificationData {
   @ApiProperty({ example: 'projects' }) metric: string;
   @ApiProperty({ type: 'integer', minimum: 0 }) used: number;
@@ -25,7 +37,7 @@ export class UsageCapacityNotificationData extends LicenseNotificationData {
 export class LicenseUpdatedNotification {
   @ApiProperty({ enum: [NOTIFICATION_TYPES[0]] }) type: 'license.updated';
   @ApiProperty({ format: 'date-time' }) timestamp: string;
-  @ApiProperty({ type: LicenseNotificationData }) data: LicenseNotificationData;
+  @ApiProperty({ type: LicenseUpdatedNotificationData }) data: LicenseUpdatedNotificationData;
 }
 
 export class UsageCapacityNotification {
@@ -36,6 +48,6 @@ export class UsageCapacityNotification {
 
 /** The `webhooks` of the API document: one entry per notification type, with its Standard Webhooks headers. */
 export const NOTIFICATION_WEBHOOKS = [
-  { name: 'license.updated', model: LicenseUpdatedNotification, summary: "An organisation's tier, is_active or is_expired changed" },
+  { name: 'license.updated', model: LicenseUpdatedNotification, summary: "An organisation's tier, is_active, is_expired, seats, features or limits in force changed (an override included)" },
   { name: 'usage.capacity', model: UsageCapacityNotification, summary: 'A metric reached its limit in force, or went back under it' },
 ] as const;

@@ -6,6 +6,7 @@ import { AppConfig } from '../config/app-config';
 import { FREE_TIER } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
 import { licenseStateSql, licenseStateValues } from '../licensing/licensing.repository';
+import { expiredOverridesSql } from '../licensing/overrides.sql';
 import { deliveryJobKey, DELIVERY_TASK } from './job-queue';
 import { NotificationType } from './notification-message.entity';
 import { NotificationState } from './notification-state.entity';
@@ -107,25 +108,40 @@ const LOCK_SQL = `
   ON CONFLICT (organisation_id) DO UPDATE SET version = n.version WHERE false`;
 
 /**
+ * What a receiver holds besides the tier and the flags: the features, the limits in force and the seats
+ * (spec §10, §11.5, §12), as one jsonb value. A notice state from before these were recorded (NULL) holds
+ * what its tier implied: that tier's features and limits (the free tier's when not active), no seats.
+ */
+const entitlementsSql = (state: string) =>
+  `jsonb_build_object('features', ${state}.features, 'limits', ${state}.limits, 'seats', ${state}.seats)`;
+const impliedEntitlementsSql = (tiers: string) => `
+  (SELECT jsonb_build_object('features', p.plan -> 'features', 'limits', p.plan -> 'limits', 'seats', NULL)
+   FROM (SELECT CASE WHEN n.is_active AND ${tiers}::jsonb ? n.tier THEN ${tiers}::jsonb -> n.tier
+                     ELSE ${tiers}::jsonb -> '${FREE_TIER}' END AS plan) p)`;
+
+/**
  * After the lock (a new statement, so a new snapshot: it sees every change committed before the lock was
- * granted): the license now, compared with the one last notified; when it differs, the version is bumped
- * and the `license.updated` message, its deliveries and their jobs are written. One round trip.
+ * granted): the license now (tier, flags, features, limits in force, seats), compared with the one last
+ * notified; when it differs, the version is bumped and the `license.updated` message, its deliveries and
+ * their jobs are written. One round trip.
  */
 const CHANGE = namedParams('organisation', 'tiers', 'graceS', 'urls');
 const CHANGE_SQL = `
   WITH ${licenseStateSql(CHANGE.ref)},
   changed AS (
-    SELECT s.tier, s.is_active, s.is_expired, n.version + 1 AS version
+    SELECT s.tier, s.is_active, s.is_expired, ${entitlementsSql('s')} AS entitlements, n.version + 1 AS version
     FROM state s JOIN notification_states n ON n.organisation_id = ${CHANGE.ref.organisation}::uuid
-    WHERE (s.tier, s.is_active, s.is_expired) IS DISTINCT FROM (n.tier, n.is_active, n.is_expired)
+    WHERE (s.tier, s.is_active, s.is_expired, ${entitlementsSql('s')})
+          IS DISTINCT FROM (n.tier, n.is_active, n.is_expired, COALESCE(n.entitlements, ${impliedEntitlementsSql(CHANGE.ref.tiers)}))
   ),
   bumped AS (
     UPDATE notification_states n
-    SET version = c.version, tier = c.tier, is_active = c.is_active, is_expired = c.is_expired, checked_at = now()
+    SET version = c.version, tier = c.tier, is_active = c.is_active, is_expired = c.is_expired,
+        entitlements = c.entitlements, checked_at = now()
     FROM changed c WHERE n.organisation_id = ${CHANGE.ref.organisation}::uuid
-    RETURNING n.version, n.tier, n.is_active, n.is_expired
+    RETURNING n.version, n.tier, n.is_active, n.is_expired, n.entitlements
   ),
-  ${outboxSql(CHANGE.ref, 'bumped', 'license.updated')}
+  ${outboxSql(CHANGE.ref, 'bumped', 'license.updated', `'features', s.entitlements -> 'features', 'seats', s.entitlements -> 'seats'`)}
   SELECT (SELECT version FROM bumped) AS version, (SELECT count(*) FROM queued)::int AS queued`;
 
 /**
@@ -143,6 +159,13 @@ const GRACE_EXPIRED_SQL = `
     WHERE s.status = 'past_due' AND g.grace_end < extract(epoch FROM now())::bigint
       AND n.checked_at < to_timestamp(g.grace_end + 1))
   LIMIT 1000`;
+
+/**
+ * Organisations with an override that expired since they were last compared (or never were): an expiry
+ * takes effect by itself (the license SQL compares expires_at with now()), but is notified by the minutely
+ * job within a minute.
+ */
+const OVERRIDES_EXPIRED_SQL = expiredOverridesSql((org) => `(SELECT n.checked_at FROM notification_states n WHERE n.organisation_id = ${org})`);
 
 /** Messages are kept 30 days once no delivery of theirs is pending. */
 const PRUNE_SQL = `
@@ -178,6 +201,12 @@ export class NotificationsRepository {
   async graceExpired(): Promise<string[]> {
     const rows: { organisationId: string }[] = await this.db.query(GRACE_EXPIRED_SQL, [this.config.gracePeriodDays * 86_400]);
     return rows.map((r) => r.organisationId);
+  }
+
+  /** The organisations with an override that expired since they were last compared (at most 1000). */
+  async overridesExpired(): Promise<string[]> {
+    const rows: { organisation_id: string }[] = await this.db.query(OVERRIDES_EXPIRED_SQL);
+    return rows.map((r) => r.organisation_id);
   }
 
   async markChecked(m: EntityManager, organisationId: string): Promise<void> {

@@ -29,7 +29,8 @@ export class NotificationsService {
   }
 
   /**
-   * In the caller's transaction: when the organisation's license (tier, is_active, is_expired) differs
+   * In the caller's transaction: when the organisation's license (tier, is_active, is_expired, features,
+   * limits in force, seats) differs
    * from the one last notified, writes a `license.updated` message. Two round trips; answers the new
    * version, or undefined when nothing changed.
    */
@@ -51,10 +52,11 @@ export class NotificationsService {
     return { urls: this.config.notifyUrls };
   }
 
-  /** Run once a minute (on one instance): grace expiries, lost jobs, old messages. Each step on its own. */
+  /** Run once a minute (on one instance): grace and override expiries, lost jobs, old messages. Each step on its own. */
   async minutely(): Promise<void> {
     for (const [what, step] of [
       ['grace expiry', () => this.graceExpiries()],
+      ['override expiry', () => this.overrideExpiries()],
       ['lost-job sweep', () => this.deliveries.requeueLost()],
       ['pruning', () => this.states.pruneMessages()],
     ] as const) {
@@ -64,9 +66,21 @@ export class NotificationsService {
 
   /** Notifies the licenses whose grace period ran out since they were last compared; answers how many changed. */
   async graceExpiries(): Promise<number> {
-    if (!this.enabled) return 0;
+    return this.enabled ? this.compareAgain(await this.states.graceExpired()) : 0;
+  }
+
+  /**
+   * Notifies the organisations whose override expired since they were last compared (within a minute of
+   * `expires_at`: the expiry itself needs no job); answers how many changed.
+   */
+  async overrideExpiries(): Promise<number> {
+    return this.enabled ? this.compareAgain(await this.states.overridesExpired()) : 0;
+  }
+
+  /** Compares each organisation's license with the one last notified, each in its transaction; answers how many changed. */
+  private async compareAgain(organisations: string[]): Promise<number> {
     let changed = 0;
-    for (const org of await this.states.graceExpired()) {
+    for (const org of organisations) {
       const version = await transaction(this.db, async (m) => {
         const v = await this.licenseMayHaveChanged(m, org);
         // Compared now: looked at again only after a later expiry (another subscription may keep it active).

@@ -4,6 +4,7 @@ import '../licensing-status.e2e-spec';
 import '../licensing-check.e2e-spec';
 import '../entitlements.e2e-spec';
 import '../licensing-explain.e2e-spec';
+import '../overrides.e2e-spec';
 import '../licensing-cli.e2e-spec';
 import '../usage.e2e-spec';
 import '../usage-batch.e2e-spec';

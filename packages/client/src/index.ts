@@ -156,6 +156,21 @@ export function createClient(options: ClientOptions) {
       /** `DELETE …/members/{user_id}` (never the last owner: 409 `last_owner`). */
       removeMember: (organisationId: string, userId: string) =>
         call(api.DELETE('/api/admin/organisations/{id}/members/{user_id}', { params: { path: { id: organisationId, user_id: userId } } })),
+      /**
+       * Overrides of a feature (boolean) or a metric's limit (integer ≥ 0) for one organisation (custom deals,
+       * support grants): they replace the tier's value until `expires_at`, and every change is audited.
+       */
+      overrides: {
+        /** `PUT …/overrides/{name}`: set one; the same again answers it unchanged. */
+        set: (organisationId: string, name: string, body: Body<'/api/admin/organisations/{id}/overrides/{name}', 'put'>) =>
+          call(api.PUT('/api/admin/organisations/{id}/overrides/{name}', { params: { path: { id: organisationId, name } }, body })),
+        /** `GET …/overrides`: every override, expired ones too. */
+        list: async (organisationId: string) =>
+          (await call(api.GET('/api/admin/organisations/{id}/overrides', { params: { path: { id: organisationId } } }))).data,
+        /** `DELETE …/overrides/{name}` (none: 404 `override_not_found`). */
+        delete: (organisationId: string, name: string) =>
+          call(api.DELETE('/api/admin/organisations/{id}/overrides/{name}', { params: { path: { id: organisationId, name } } })),
+      },
       /** `POST /api/admin/sessions`: a session token for a user of the web app. */
       createSession: (body: Body<'/api/admin/sessions', 'post'>) => call(api.POST('/api/admin/sessions', { body })),
       /** `POST /api/admin/sessions/revoke`: one session (`{token}`) or all of a user's (`{user_id}`). */

@@ -308,6 +308,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/organisations/{id}/overrides/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set an override: a feature's value or a metric's limit, replacing the tier's while it lasts (the same again: 200, unchanged) */
+        put: operations["OverridesController_set"];
+        post?: never;
+        /** Remove an override: the tier decides again */
+        delete: operations["OverridesController_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/organisations/{id}/overrides": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organisation's overrides, expired ones too */
+        get: operations["OverridesController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -579,7 +614,7 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * An organisation's tier, is_active or is_expired changed
+         * An organisation's tier, is_active, is_expired, seats, features or limits in force changed (an override included)
          * @description POSTed to every URL of NOTIFY_URLS, signed per Standard Webhooks with NOTIFY_SECRET (the client package's `verifyNotification` checks it). Answer 2xx; any other answer, or none within 10 s, is retried for at least 24 hours.
          */
         post: operations["notification_license_updated"];
@@ -705,6 +740,7 @@ export interface components {
              *     - `event_not_found` (404): No webhook event with that id in the ledger.
              *     - `no_subscription` (404): The organisation has no live subscription (active, trialing, past_due, unpaid, incomplete).
              *     - `no_pending_change` (404): The organisation's subscription has no change scheduled for the end of its period.
+             *     - `override_not_found` (404): The organisation has no override of that name.
              *     - `notification_not_found` (404): No outbound notification with that webhook-id (notifications:retry).
              *     - `request_timeout` (408): The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.
              *     - `email_taken` (409): A user with that email already exists (under another external_id, or none).
@@ -732,7 +768,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "negative_amount" | "no_change" | "price_not_found" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "negative_amount" | "no_change" | "price_not_found" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
         };
         UserRecord: {
             /** Format: uuid */
@@ -1198,6 +1234,25 @@ export interface components {
             /** @description What decides the license, newest first: the grace period (when the chosen subscription is past_due), the subscription chosen and how its tier was resolved, its newest 20 events in the ledger (newest first), then every other subscription with the reason it was not chosen (or no_subscription when none shapes the license) */
             because: (components["schemas"]["ExplainSubscriptionStep"] | components["schemas"]["ExplainEventStep"] | components["schemas"]["ExplainGraceStep"] | components["schemas"]["ExplainNoSubscriptionStep"] | components["schemas"]["ExplainNotChosenStep"])[];
         };
+        PutOverrideBody: {
+            /**
+             * @description A feature: true or false. A metric: its limit, an integer ≥ 0. Anything else: 400 invalid_override_value
+             * @example true
+             */
+            value: boolean | number;
+            /**
+             * Format: date-time
+             * @description A future ISO 8601 time from which it no longer applies; absent or null: until deleted
+             * @example 2027-03-31T23:59:59Z
+             */
+            expires_at?: string | null;
+            /** @example Pilot until the contract is signed */
+            note?: string | null;
+        };
+        OverrideList: {
+            /** @description Every override, expired ones too (see expires_at), by name */
+            data: components["schemas"]["OverrideRecord"][];
+        };
         PublicJwk: {
             /** @enum {string} */
             kty: "OKP" | "EC";
@@ -1537,7 +1592,7 @@ export interface components {
              */
             organisation_id: string;
         };
-        LicenseNotificationData: {
+        LicenseUpdatedNotificationData: {
             /** Format: uuid */
             organisation_id: string;
             /** @description The web app's own id of the organisation */
@@ -1551,13 +1606,26 @@ export interface components {
             is_expired: boolean;
             /** @description Grows by one with every change of the organisation: drop a message older than one applied */
             version: number;
+            /**
+             * @description Every feature in force (overrides included), as the entitlements read answers them
+             * @example {
+             *       "api_access": true,
+             *       "audit_log": false,
+             *       "sso": true
+             *     }
+             */
+            features: {
+                [key: string]: boolean;
+            };
+            /** @description The subscription's seats; null for a tier not sold per seat */
+            seats: number | null;
         };
         LicenseUpdatedNotification: {
             /** @enum {string} */
             type: "license.updated";
             /** Format: date-time */
             timestamp: string;
-            data: components["schemas"]["LicenseNotificationData"];
+            data: components["schemas"]["LicenseUpdatedNotificationData"];
         };
         UsageCapacityNotificationData: {
             /** Format: uuid */
@@ -3536,6 +3604,313 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ExplainResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    OverridesController_set: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description A feature or a metric of the tier table */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutOverrideBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OverrideRecord"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    OverridesController_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description A feature or a metric of the tier table */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    OverridesController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OverrideList"];
                 };
             };
             400: {

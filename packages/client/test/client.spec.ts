@@ -75,6 +75,19 @@ describe('packages/client against the service', () => {
     expect(entitlements.limits.users).toEqual({ used: 1, limit: 3, at_capacity: false, overage: 'block', source: 'tier' });
     expect(entitlements.features).toEqual({ api_access: false, audit_log: false, sso: false });
     expect(await user.checkFeature(organisation.id, 'api_access')).toBe(false);
+
+    // The back end grants a feature and a limit for a while; the user sees them, typed.
+    const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+    const granted = await backEnd.admin.overrides.set(organisation.id, 'api_access', { value: true, expires_at: expiresAt, note: 'Pilot' });
+    expect(granted).toMatchObject({ name: 'api_access', value: true, expires_at: expiresAt, note: 'Pilot' });
+    await backEnd.admin.overrides.set(organisation.id, 'projects', { value: 7 });
+    expect(await user.checkFeature(organisation.id, 'api_access')).toBe(true);
+    expect((await user.entitlements(organisation.id)).limits.projects).toMatchObject({ limit: 7, source: 'override' });
+    expect((await backEnd.admin.overrides.list(organisation.id)).map((o) => o.name)).toEqual(['api_access', 'projects']);
+    await backEnd.admin.overrides.delete(organisation.id, 'api_access');
+    const missing = await backEnd.admin.overrides.delete(organisation.id, 'api_access').catch((err: unknown) => err);
+    expect(isServiceError(missing, 'override_not_found')).toBe(true);
+    expect(await user.checkFeature(organisation.id, 'api_access')).toBe(false);
     expect(await user.history({ organisation_id: organisation.id })).toEqual({ data: [], has_more: false });
   });
 
