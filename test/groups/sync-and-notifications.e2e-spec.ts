@@ -2,4 +2,5 @@
 // Grouped so that the app's modules load once for all of them (see jest.config.js).
 import '../provider-sync.e2e-spec';
 import '../provider-double-lists.e2e-spec';
+import '../provider-double-changes.e2e-spec';
 import '../notifications.e2e-spec';
