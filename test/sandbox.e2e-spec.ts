@@ -185,6 +185,53 @@ describe('sandbox payment provider', () => {
     expect((await t.http().get(path).expect(200)).text).toContain('This customer has no active subscription.');
   });
 
+  it('the portal schedules a smaller plan for the period end, gives it up, cancels at the period end and resumes', async () => {
+    const { orgId, owner } = await ownerOfNewOrg();
+    const s = await checkout(owner, { organisation_id: orgId, tier: 'team' });
+    await t.http().post(`${s.path}/pay`).type('form').send('').expect(303);
+    const portal = await t.http().get('/api/billing/portal').set(owner.auth).query({ organisation_id: orgId }).expect(200);
+    const path = new URL(portal.body.url).pathname;
+    const portalId = path.split('/').pop();
+    const [, subId] = (await t.http().get(path).expect(200)).text.match(/<label for="tier-(sub_[A-Za-z0-9]+)">Plan<\/label>/) ?? [];
+    const act = (action: string, form: Record<string, string> = {}) => t.http().post(`${path}/subscriptions/${subId}/${action}`).type('form').send(form);
+    const types = async () => (await t.db.query(`SELECT type FROM sandbox_events WHERE source_id = $1 ORDER BY seq`, [portalId])).map((e: { type: string }) => e.type);
+
+    // Smaller: a schedule for the period's end; the tier stays until then.
+    await act('change', { tier: 'pro', interval: 'month' }).expect(303);
+    expect(await types()).toEqual(['subscription_schedule.created', 'customer.subscription.updated', 'subscription_schedule.updated']);
+    expect(await status(owner, orgId)).toMatchObject({ tier: 'team' });
+    const page = (await t.http().get(path).expect(200)).text;
+    expect(page).toMatch(/<dt>Pending change<\/dt><dd>pro, €29\.00 per month, from \d{4}-\d\d-\d\d<\/dd>/);
+    expect(page).toContain('<button type="submit" class="plain">Keep the current plan</button>');
+    // The provider refuses a cancellation while a schedule manages the subscription: nothing changes.
+    const refused = await act('cancel').expect(409);
+    expect(refused.text).toContain('managed by the subscription schedule');
+    expect((await types()).length).toBe(3);
+
+    await act('release').expect(303);
+    expect((await types()).slice(3)).toEqual(['subscription_schedule.released', 'customer.subscription.updated']);
+    await act('release').expect(409);
+
+    await act('cancel').expect(303);
+    expect((await t.http().get(path).expect(200)).text).toContain('<button type="submit">Resume subscription</button>');
+    await act('resume').expect(303);
+    const updates = await t.db.query(
+      `SELECT payload -> 'data' AS data FROM sandbox_events WHERE source_id = $1 AND type = 'customer.subscription.updated' ORDER BY seq`,
+      [portalId],
+    );
+    expect(updates.slice(-2).map((u: { data: any }) => [u.data.object.cancel_at_period_end, u.data.previous_attributes.cancel_at_period_end])).toEqual([
+      [true, false],
+      [false, true],
+    ]);
+    expect(await status(owner, orgId)).toEqual({ tier: 'team', is_active: true, is_expired: false });
+    const ledger = await t.db.query(
+      `SELECT w.status FROM webhook_events w JOIN sandbox_events e ON e.id = w.id WHERE e.source_id = $1`,
+      [portalId],
+    );
+    expect(ledger.every((e: { status: string }) => ['processed', 'ignored'].includes(e.status))).toBe(true);
+    expect(ledger).toHaveLength((await types()).length);
+  });
+
   it('a portal for a customer the sandbox does not know is no customer record (404)', async () => {
     const { orgId, owner } = await ownerOfNewOrg();
     await t.db.query(`UPDATE organisations SET provider_customer_id = 'cus_elsewhere' WHERE id = $1`, [orgId]);
