@@ -61,6 +61,26 @@ describe('single reports on one hot organisation', () => {
     expect(Math.max(...values)).toBe(final);
   });
 
+  it('a group whose statement fails: every report of it answers 500, and none was counted', async () => {
+    const org = (await createOrganisation(t)).id;
+    await report(t, { organisation_id: org, metric: 'ai_tokens', amount: 5 }).expect(200);
+    // The database refuses this organisation's counter writes (as a failing disk or a killed backend would).
+    await t.db.query(`CREATE FUNCTION refuse_usage() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$`);
+    await t.db.query(
+      `CREATE TRIGGER refuse_usage BEFORE INSERT OR UPDATE ON usage_counters FOR EACH ROW
+       WHEN (NEW.organisation_id = '${org}') EXECUTE FUNCTION refuse_usage()`,
+    );
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => report(t, { organisation_id: org, metric: 'ai_tokens', amount: 1 })));
+      expect(answers.map((r) => r.status)).toEqual(Array(20).fill(500));
+      expect(await usedNow(org, 'ai_tokens')).toBe(5);
+    } finally {
+      await t.db.query('DROP TRIGGER refuse_usage ON usage_counters');
+      await t.db.query('DROP FUNCTION refuse_usage()');
+    }
+    expect((await report(t, { organisation_id: org, metric: 'ai_tokens', amount: 1 }).expect(200)).body.used).toBe(6);
+  });
+
   it('reports for many organisations at once, each its own group: every counter exact', async () => {
     const orgs = await Promise.all(Array.from({ length: 8 }, async () => (await createOrganisation(t)).id));
     const answers = await Promise.all(
