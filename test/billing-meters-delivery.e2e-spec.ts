@@ -1,7 +1,8 @@
 import { MeterDelivery } from '../src/billing/meters/meter-delivery.service';
+import { MeterEventInput, PaymentProvider } from '../src/billing/payment-provider.port';
 import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
 import { cli } from './support/run-cli';
-import { createOrganisation, startTestApp, TestApp } from './support/test-app';
+import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
 import { waitFor } from './support/wait-for';
 
 const KEY = 'svc-key-meters';
@@ -184,5 +185,85 @@ describe('provider meters: delivery', () => {
     expect(metrics).toMatch(/meter_events_total\{outcome="delivered"\} [1-9]/);
     expect(metrics).toMatch(/meter_events_total\{outcome="failed"\} [1-9]/);
     expect(metrics).toMatch(/meter_windows_pending\{state="pending"\} \d+/);
+  });
+});
+
+/** Spec §13 in the sandbox: it records the meter events and its invoice pages show them. */
+describe('provider meters: the sandbox', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { SERVICE_API_KEYS: KEY, PAYPROVIDER_METER_AI_TOKENS: 'tokens_used', METER_FLUSH_S: '1', APP_URL: 'http://localhost:3000' } });
+  });
+  afterAll(() => t.close());
+
+  it('a paid organisation\'s usage reaches the sandbox meter and shows on its invoice page', async () => {
+    const org = (await createOrganisation(t)).id;
+    const owner = await createUserWithSession(t, { org, role: 'owner' });
+    const session = await t.http().post('/api/billing/checkout').set(owner.auth).send({ organisation_id: org, tier: 'pro' }).expect(201);
+    await t.http().post(`${new URL(session.body.url).pathname}/pay`).type('form').send('').expect(303);
+    for (const amount of [1200, 34]) {
+      await t.http().post('/api/licensing/usage').set('X-Service-Key', KEY).send({ organisation_id: org, metric: 'ai_tokens', amount }).expect(200);
+    }
+    await waitFor('the windows delivered to the sandbox', async () => {
+      const rows: { status: string }[] = await t.db.query(`SELECT status FROM meter_windows WHERE organisation_id = $1`, [org]);
+      return rows.length > 0 && rows.every((w) => w.status === 'delivered');
+    });
+    const [kept] = await t.db.query(
+      `SELECT sum(value)::float8 AS total, count(*)::int AS n FROM sandbox_meter_events WHERE identifier LIKE $1 || ':ai_tokens:%'`,
+      [org],
+    );
+    expect(kept.total).toBe(1234);
+    const history = await t.http().get('/api/billing/history').set(owner.auth).query({ organisation_id: org }).expect(200);
+    const page = await t.http().get(new URL(history.body.data[0].hosted_invoice_url).pathname).expect(200);
+    expect(page.text).toContain('<h2>Metered usage in this period</h2>');
+    expect(page.text).toContain(`<tr><td>tokens_used</td><td>1234</td><td>${kept.n}</td></tr>`);
+  });
+});
+
+/** The strict double answers meter events as the provider documents them (docs/payments.md), through the real SDK. */
+describe('provider meters: the provider\'s rules, through the port', () => {
+  let fake: FakeProvider;
+  let t: TestApp;
+  beforeAll(async () => {
+    fake = await startFakeProvider();
+    t = await startTestApp({ env: { ...fakeProviderEnv(fake, 2000), PAYPROVIDER_METER_AI_TOKENS: 'tokens_used' } });
+  });
+  afterAll(async () => {
+    await t.close();
+    await fake.close();
+  });
+  const event = (overrides: Partial<MeterEventInput> = {}): MeterEventInput => ({
+    eventName: 'tokens_used',
+    customerId: fake.addCustomer(),
+    value: 5,
+    identifier: `org:ai_tokens:${Math.random()}`,
+    timestamp: Math.floor(Date.now() / 1000),
+    ...overrides,
+  });
+  const send = (e: MeterEventInput) => t.app.get(PaymentProvider).reportMeterEvent(e);
+
+  it('an identifier it already has → duplicate; timestamps beyond 35 days back or 5 minutes ahead → refused', async () => {
+    const first = event();
+    expect(await send(first)).toBe('created');
+    expect(await send({ ...first, value: 6 })).toBe('duplicate');
+    const now = Math.floor(Date.now() / 1000);
+    await expect(send(event({ timestamp: now - 35 * 86_400 - 60 }))).rejects.toMatchObject({ kind: 'rejected', param: 'timestamp' });
+    await expect(send(event({ timestamp: now + 6 * 60 }))).rejects.toMatchObject({ kind: 'rejected', param: 'timestamp' });
+    await expect(send(event({ customerId: 'cus_nobody' }))).rejects.toMatchObject({ kind: 'rejected' });
+    expect(fake.meterEvents.filter((e) => e.identifier === first.identifier)).toHaveLength(1);
+  });
+
+  it('one call at a time per customer and meter: a second one meanwhile is a 429 (retried by the queue, not refused)', async () => {
+    const customerId = fake.addCustomer();
+    // The first call's answer is held: for the provider it is still under way.
+    fake.hold(METER, { after: true });
+    const held = send(event({ customerId }));
+    await waitFor('a held call', () => fake.held() > 0);
+    const second = send(event({ customerId }));
+    await waitFor('the second call answered and held', () => fake.held() > 1);
+    fake.release();
+    expect(await held).toBe('created');
+    await expect(second).rejects.toMatchObject({ kind: 'rate_limited' });
+    expect(fake.meterEvents.filter((e) => e.customer === customerId)).toHaveLength(1);
   });
 });

@@ -27,7 +27,8 @@ import { signatureHeader, WEBHOOK_PATH } from './webhook-signing';
  *   POST /v1/billing/meter_events       → a meter event, kept in `meterEvents`: `payload[stripe_customer_id]` a known
  *                                         customer, `payload[value]` a whole number, `timestamp` within the past 35
  *                                         days or 5 minutes ahead, an `identifier` seen in the last 24 h → 400 "An
- *                                         event already exists with identifier …" (the provider's rules, meter-rules.ts)
+ *                                         event already exists with identifier …", a second call for a customer and
+ *                                         meter while one is under way → 429 (the provider's rules, meter-rules.ts)
  *
  * Events: every change it makes queues the events the provider sends for it (also listed by GET /v1/events);
  * `deliverEvents()` sends the queued ones, in order, signed with real HMAC, to `webhookTarget(url)`.
@@ -171,6 +172,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
   const idempotent = new Map<string, { fingerprint: string; status: number; body: unknown }>();
   const events: Record<string, any>[] = [];
   const meterEvents: FakeProvider['meterEvents'] = [];
+  const meterCallsInFlight = new Set<string>();
   let failures: Failure[] = [];
   const pathFailures = new Map<string, Failure>();
   let url = '';
@@ -244,7 +246,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     const customer = payload.stripe_customer_id as string | undefined;
     if (customer === undefined) return refuse('payload', 'Customer mapping key stripe_customer_id not found in payload.', 'meter_event_no_customer_defined');
     if (!customers.has(customer)) return refuse('payload[stripe_customer_id]', `No such customer: '${customer}'`, 'meter_event_customer_not_found');
-    if (typeof payload.value !== 'string' || !/^\d+$/.test(payload.value)) return refuse('payload[value]', 'Meter event value must be a whole number.', 'meter_event_invalid_value');
+    if (typeof payload.value !== 'string' || !/^-?\d+$/.test(payload.value)) return refuse('payload[value]', 'Meter event value must be a whole number.', 'meter_event_invalid_value');
     const at = nowSeconds();
     const timestamp = b.timestamp === undefined ? at : Number(b.timestamp);
     const late = meterTimestampProblem(timestamp, at);
@@ -390,6 +392,19 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       headers: req.headers,
     };
     requests.push(recorded);
+    // The provider takes one call at a time per customer and meter (its meter events' rate limit).
+    const meterCall = recorded.method === 'POST' && recorded.path === '/v1/billing/meter_events'
+      ? `${(recorded.body.payload as Record<string, unknown> | undefined)?.stripe_customer_id} ${recorded.body.event_name}` : undefined;
+    const concurrentMeterCall = meterCall !== undefined && meterCallsInFlight.has(meterCall);
+    if (meterCall !== undefined && !concurrentMeterCall) meterCallsInFlight.add(meterCall);
+    try {
+      await answer(req, res, raw, recorded, concurrentMeterCall);
+    } finally {
+      if (meterCall !== undefined && !concurrentMeterCall) meterCallsInFlight.delete(meterCall);
+    }
+  };
+
+  const answer = async (req: IncomingMessage, res: ServerResponse, raw: string, recorded: RecordedRequest, concurrentMeterCall: boolean) => {
     const holding = () =>
       holdPrefix !== undefined && recorded.path.startsWith(holdPrefix) && (holdOpts.method === undefined || holdOpts.method === recorded.method);
     if (holding() && !holdOpts.after) await new Promise<void>((resume) => heldRequests.push(resume));
@@ -402,7 +417,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     const replay = typeof key === 'string' && recorded.method === 'POST' ? idempotent.get(key) : undefined;
     let status: number;
     let body: unknown;
-    if (!failure && overRate()) {
+    if (!failure && (concurrentMeterCall || overRate())) {
       rateLimited++;
       status = 429;
       body = stripeError({

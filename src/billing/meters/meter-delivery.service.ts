@@ -14,11 +14,13 @@ const CLOSE_LOCK_WAIT_MS = 500;
 const MAX_RETRY_DELAY_S = 600;
 
 /**
- * Seconds until a window's next attempt after its `attempt`-th failed: doubling from 1 s up to 10 minutes,
- * and never sooner than the provider's Retry-After.
+ * Seconds until a window's next attempt after its `attempt`-th failed: doubling from about 1 s up to about 10
+ * minutes, give or take a fifth (so that windows failed together do not come back together, as the provider
+ * asks), and never sooner than the provider's Retry-After.
  */
 export function meterRetryDelayS(attempt: number, retryAfterS?: number): number {
-  return Math.max(Math.min(2 ** Math.min(attempt - 1, 20), MAX_RETRY_DELAY_S), retryAfterS ?? 0);
+  const backoff = Math.min(2 ** Math.min(attempt - 1, 20), MAX_RETRY_DELAY_S) * (0.8 + 0.4 * Math.random());
+  return Math.max(backoff, retryAfterS ?? 0);
 }
 
 /**

@@ -20,7 +20,10 @@ import { MeterWindow } from './meter-window.entity';
  * value a closed window holds is therefore final, and one meter event per window reports all of it.
  */
 
-/** The advisory lock's first key (the second is the hash of organisation and metric): 'meTR'. */
+/**
+ * The advisory locks' first key (the second is the hash of organisation and metric): 'meTR' for picking and
+ * closing windows, the next for claiming one to send.
+ */
 const LOCK_CLASS = 1836348530;
 /** The queue's task that delivers one window, and its job key. */
 export const METER_WINDOW_TASK = 'meter_window';
@@ -81,12 +84,27 @@ const CLOSE_SQL = `
     RETURNING organisation_id, metric, window_start)
   SELECT count(j.id)::int AS n FROM closed c, LATERAL ${addJob('c')} AS j`;
 
-/** A pending window due now, taken for one attempt (lease: an attempt takes at most ~40 s, see the service). */
+// A window pending, due, and not under way (an attempt's lease: at most ~40 s, see the service).
+const CLAIMABLE = `status = 'pending' AND next_attempt_at <= now() + interval '1 second' AND (leased_until IS NULL OR leased_until < now())`;
+
+/**
+ * A claimable window taken for one attempt, unless another window of the organisation and metric is under
+ * way: the provider takes one call at a time per customer and meter (else 429). Run under CLAIM_LOCK, so two
+ * claims of one organisation's windows never both see the other free.
+ */
 const CLAIM_SQL = `
   UPDATE meter_windows SET leased_until = now() + interval '2 minutes', attempts = attempts + 1
-  WHERE ${KEY_WHERE} AND status = 'pending' AND next_attempt_at <= now() + interval '1 second'
-    AND (leased_until IS NULL OR leased_until < now())
+  WHERE ${KEY_WHERE} AND ${CLAIMABLE}
+    AND NOT EXISTS (SELECT 1 FROM meter_windows o WHERE o.organisation_id = $1 AND o.metric = $2 AND o.window_start <> $3
+                    AND o.status = 'pending' AND o.leased_until > now())
   RETURNING customer_id AS "customerId", value::float8 AS value, window_end::float8 AS "windowEnd", attempts`;
+
+/** Not claimed because a sibling is under way: its job again in 2 s (not an attempt; nothing failed). */
+const LATER_SQL = `
+  WITH w AS (
+    UPDATE meter_windows SET next_attempt_at = now() + interval '2 seconds' WHERE ${KEY_WHERE} AND ${CLAIMABLE}
+    RETURNING organisation_id, metric, window_start, next_attempt_at)
+  SELECT (${addJob('w', 'w.next_attempt_at')}).id FROM w`;
 
 /** A failed attempt: the next one scheduled as a new job ($5: its delay in seconds). */
 const RETRY_SQL = `
@@ -193,8 +211,13 @@ export class MetersRepository {
 
   /** The window, leased for one attempt when it is pending, due and not under way elsewhere; else undefined. */
   async claim(k: WindowKey): Promise<ClaimedWindow | undefined> {
-    const [[row]]: [ClaimedWindow[], number] = await this.db.query(CLAIM_SQL, [k.organisationId, k.metric, k.windowStart]);
-    return row;
+    return transaction(this.db, async (m) => {
+      const values = [k.organisationId, k.metric, k.windowStart];
+      await m.query(`SELECT pg_advisory_xact_lock(${LOCK_CLASS + 1}, hashtext($1::text || ':' || $2::text))`, values.slice(0, 2));
+      const [[row]]: [ClaimedWindow[], number] = await m.query(CLAIM_SQL, values);
+      if (!row) await m.query(LATER_SQL, values);
+      return row;
+    });
   }
 
   async markDelivered(k: WindowKey): Promise<void> {
