@@ -132,6 +132,7 @@ export class EnvDto {
   @Rule((a) => signingKeysProblem(a.value as string) ?? '', (v) => v === undefined || signingKeysProblem(v) === undefined)
   ENTITLEMENT_SIGNING_KEYS?: string;
 
+  // The same bounds as a token's ttl_s (licensing/entitlement-token.dto.ts): a minute to ten years.
   @Int(60, 315_360_000)
   ENTITLEMENT_TOKEN_MAX_TTL_S: number = 2_678_400;
 

@@ -12,6 +12,8 @@ import { UsageBatchService } from './usage-batch.service';
 import { UsageService } from './usage.service';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { EntitlementSigningKeys } from './signing-keys';
+import { EntitlementTokenController } from './entitlement-token.controller';
+import { EntitlementTokenService } from './entitlement-token.service';
 import { ExplainController } from './explain.controller';
 import { ExplainRepository } from './explain.repository';
 import { ExplainService } from './explain.service';
@@ -23,7 +25,7 @@ import { WellKnownController } from './well-known.controller';
  */
 @Module({
   imports: [NotificationsModule],
-  controllers: [LicensingController, ExplainController, OverridesController, WellKnownController],
+  controllers: [LicensingController, ExplainController, OverridesController, EntitlementTokenController, WellKnownController],
   providers: [
     LicensingRepository,
     LicensingService,
@@ -34,6 +36,7 @@ import { WellKnownController } from './well-known.controller';
     UsageService,
     UsageBatchService,
     EntitlementSigningKeys,
+    EntitlementTokenService,
     ExplainRepository,
     ExplainService,
     { provide: MemberLimitPolicy, useExisting: LicensingService },

@@ -1,3 +1,4 @@
+import { createLocalJWKSet, createRemoteJWKSet, JSONWebKeySet, jwtVerify } from 'jose';
 import createFetchClient from 'openapi-fetch';
 import { Webhook } from 'standardwebhooks';
 import type { components, paths } from './schema.js';
@@ -90,6 +91,14 @@ export function createClient(options: ClientOptions) {
      */
     entitlements: (organisationId: string) =>
       call(api.GET('/api/licensing/entitlements', { params: { query: { organisation_id: organisationId } } })),
+    /**
+     * `GET /api/licensing/entitlements/token` (member, JWT or service key): the entitlements without usage, signed,
+     * valid `ttlS` seconds (default 3600, at most ENTITLEMENT_TOKEN_MAX_TTL_S). Check it with `verifyEntitlements`.
+     */
+    entitlementToken: (organisationId: string, ttlS?: number) =>
+      call(api.GET('/api/licensing/entitlements/token', { params: { query: { organisation_id: organisationId, ...(ttlS === undefined ? {} : { ttl_s: ttlS }) } } })),
+    /** `GET /.well-known/jwks.json` (public): the keys that verify entitlement tokens, to keep beside them offline. */
+    jwks: () => call(api.GET('/.well-known/jwks.json')),
     /** `GET /api/licensing/check?feature=`: is the feature in force? (member or service key; 400 `unknown_entitlement`) */
     checkFeature: async (organisationId: string, feature: string): Promise<boolean> => {
       const answer = await call(api.GET('/api/licensing/check', { params: { query: { organisation_id: organisationId, feature } } }));
@@ -200,4 +209,44 @@ export function verifyNotification(
   const entries = headers instanceof Headers ? [...headers.entries()] : Object.entries(headers);
   for (const [name, value] of entries) if (value !== undefined) plain[name.toLowerCase()] = Array.isArray(value) ? value[0] : value;
   return new Webhook(secret).verify(typeof rawBody === 'string' ? rawBody : rawBody.toString('utf8'), plain) as Notification;
+}
+
+/** What a verified entitlement token says: the entitlements (no usage) and its registered claims. */
+export type VerifiedEntitlements = Schemas['EntitlementClaims'] & { iss: string; sub: string; iat: number; exp: number };
+
+export interface VerifyEntitlementsOptions {
+  /** The `iss` the token must carry: the service's PUBLIC_URL. Unset: not checked. */
+  issuer?: string;
+  /** Verify as of this time instead of now (e.g. a test; a license file checked against a trusted clock). */
+  currentDate?: Date;
+}
+
+// One remote key set per URL: jose caches the keys and fetches again when a token names an unknown kid.
+const remoteSets = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
+
+/**
+ * Verifies an entitlement token (`entitlementToken`) offline and answers its entitlements, typed; throws (jose's
+ * errors: `JWTExpired`, `JWSSignatureVerificationFailed`, `JWKSNoMatchingKey`…) when it is expired, altered or
+ * signed by a key not in `jwks`. `jwks` is the key set itself (`{keys: […]}`, e.g. shipped with a self-hosted
+ * install beside its license file) or the URL of `/.well-known/jwks.json` (fetched, cached, refetched for a new
+ * key). Only EdDSA and ES256 are accepted.
+ */
+export async function verifyEntitlements(
+  token: string,
+  jwks: JSONWebKeySet | URL | string,
+  options: VerifyEntitlementsOptions = {},
+): Promise<VerifiedEntitlements> {
+  let keys;
+  if (typeof jwks === 'string' || jwks instanceof URL) {
+    const url = new URL(jwks);
+    keys = remoteSets.get(url.href) ?? createRemoteJWKSet(url);
+    remoteSets.set(url.href, keys);
+  } else {
+    keys = createLocalJWKSet(jwks);
+  }
+  const { payload } = await jwtVerify(token, keys, { algorithms: ['EdDSA', 'ES256'], issuer: options.issuer, currentDate: options.currentDate });
+  for (const claim of ['organisation_id', 'tier', 'features', 'limits', 'sub', 'exp'] as const) {
+    if (payload[claim] === undefined) throw new Error(`not an entitlement token: no ${claim}`);
+  }
+  return payload as unknown as VerifiedEntitlements;
 }

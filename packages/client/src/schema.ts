@@ -343,6 +343,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/licensing/entitlements/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An organisation's entitlements, signed, to gate features offline (member, trusted JWT or service key)
+         * @description A compact JWS of the entitlements without usage (see EntitlementClaims), valid for ttl_s seconds, verifiable against /.well-known/jwks.json. 503 signing_key_missing in production when ENTITLEMENT_SIGNING_KEYS is not set.
+         */
+        get: operations["EntitlementTokenController_token"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -1252,6 +1272,45 @@ export interface components {
         OverrideList: {
             /** @description Every override, expired ones too (see expires_at), by name */
             data: components["schemas"]["OverrideRecord"][];
+        };
+        EntitlementClaims: {
+            /** Format: uuid */
+            organisation_id: string;
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+            is_active: boolean;
+            is_expired: boolean;
+            /** @description The notification version when it was signed: a license.updated with a higher one makes it stale */
+            version: number;
+            seats: number | null;
+            /** @description Every feature, true where in force */
+            features: {
+                [key: string]: boolean;
+            };
+            /** @description Every metric */
+            limits: {
+                [key: string]: components["schemas"]["TokenLimit"];
+            };
+        };
+        TokenLimit: {
+            /** @description The limit in force */
+            limit: number;
+            /** @enum {string} */
+            overage: "block" | "bill";
+            /** @enum {string} */
+            source: "tier" | "seats" | "override";
+        };
+        EntitlementToken: {
+            /** @description A compact JWS (header alg EdDSA or ES256, kid, typ JWT) whose payload is EntitlementClaims plus iss (PUBLIC_URL), sub (the organisation id), iat and exp; verify it against /.well-known/jwks.json (the client's verifyEntitlements) */
+            token: string;
+            /**
+             * Format: date-time
+             * @description Its exp, as a time
+             */
+            expires_at: string;
         };
         PublicJwk: {
             /** @enum {string} */
@@ -3911,6 +3970,103 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OverrideList"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    EntitlementTokenController_token: {
+        parameters: {
+            query: {
+                /** @description The organisation whose entitlements the token carries */
+                organisation_id: string;
+                /** @description Lifetime in seconds; at most ENTITLEMENT_TOKEN_MAX_TTL_S (default 2678400, 31 days): more is 400 */
+                ttl_s?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntitlementToken"];
                 };
             };
             400: {

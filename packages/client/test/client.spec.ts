@@ -1,6 +1,6 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { createClient, isServiceError, Notification, ServiceError, verifyNotification } from '../src';
+import { createClient, isServiceError, Notification, Schemas, ServiceError, verifyEntitlements, verifyNotification } from '../src';
 import { FakeProvider } from '../../../test/support/fake-provider';
 import { newNotifySecret } from '../../../test/support/notification-receiver';
 import { startSubscriptionApp, startSubscriptionDouble, subscribed } from '../../../test/support/subscribed';
@@ -139,6 +139,29 @@ describe('packages/client against the service', () => {
     const headers = { 'webhook-id': 'msg_1', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' };
     expect(() => verifyNotification(body, headers, secret)).toThrow();
     expect(() => verifyNotification(body, {}, secret)).toThrow();
+  });
+
+  it('gates features offline: fetches a signed token and verifies it against the JWKS, fetched by URL or kept as a set', async () => {
+    const { backEnd, organisation, user } = await provision('client_token');
+    const { token, expires_at } = await user.entitlementToken(organisation.id, 600);
+    const jwksUrl = `${t.baseUrl}/.well-known/jwks.json`;
+    const verified = await verifyEntitlements(token, jwksUrl);
+    const read = await backEnd.entitlements(organisation.id);
+    // Typed: the features and limits of the read, no usage.
+    expect(verified).toMatchObject({ organisation_id: organisation.id, sub: organisation.id, tier: read.tier, features: read.features, version: read.version });
+    const projects = read.limits.projects as Schemas['LimitEntitlement'];
+    expect(verified.limits.projects).toEqual({ limit: projects.limit, overage: projects.overage, source: projects.source });
+    expect(verified.exp - verified.iat).toBe(600);
+    expect(new Date(verified.exp * 1000).toISOString()).toBe(expires_at);
+    // A self-hosted install keeps the key set beside its license file: no call at all.
+    const keySet = await createClient({ baseUrl: t.baseUrl }).jwks();
+    expect((await verifyEntitlements(token, keySet)).tier).toBe(read.tier);
+    // Expired, altered or for another issuer: thrown.
+    await expect(verifyEntitlements(token, keySet, { currentDate: new Date((verified.exp + 1) * 1000) })).rejects.toThrow(/exp/);
+    const [header, , signature] = token.split('.');
+    const forged = Buffer.from(JSON.stringify({ ...verified, tier: 'enterprise' })).toString('base64url');
+    await expect(verifyEntitlements(`${header}.${forged}.${signature}`, keySet)).rejects.toThrow(/signature/);
+    await expect(verifyEntitlements(token, keySet, { issuer: 'https://elsewhere.example.com' })).rejects.toThrow(/iss/);
   });
 
   it('explains a license, typed: a free organisation has no subscription', async () => {
