@@ -11,6 +11,11 @@ export const EVENT_TYPES = {
   invoicePaymentSucceeded: 'invoice.payment_succeeded',
   invoicePaid: 'invoice.paid',
   customerDeleted: 'customer.deleted',
+  subscriptionTrialWillEnd: 'customer.subscription.trial_will_end',
+  scheduleUpdated: 'subscription_schedule.updated',
+  scheduleReleased: 'subscription_schedule.released',
+  scheduleCanceled: 'subscription_schedule.canceled',
+  scheduleCompleted: 'subscription_schedule.completed',
 } as const;
 
 export type EventType = (typeof EVENT_TYPES)[keyof typeof EVENT_TYPES];

@@ -1,7 +1,7 @@
 import { Check, Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { Organisation } from '../identity/organisation.entity';
 
-export const NOTIFICATION_TYPES = ['license.updated', 'usage.capacity'] as const;
+export const NOTIFICATION_TYPES = ['license.updated', 'usage.capacity', 'trial.ending'] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 
 /**
@@ -10,7 +10,7 @@ export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
  * gets. Each receiver's delivery is a NotificationDelivery. Written only by NotificationsService.
  */
 @Entity('notification_messages')
-@Check('notification_messages_type_check', `type IN ('license.updated', 'usage.capacity')`)
+@Check('notification_messages_type_check', `type IN ('license.updated', 'usage.capacity', 'trial.ending')`)
 @Index('notification_messages_organisation_idx', ['organisationId', 'version'])
 @Index('notification_messages_created_idx', ['createdAt'])
 export class NotificationMessage {

@@ -46,8 +46,25 @@ export class UsageCapacityNotification {
   @ApiProperty({ type: UsageCapacityNotificationData }) data: UsageCapacityNotificationData;
 }
 
+export class TrialEndingNotificationData extends LicenseNotificationData {
+  @ApiProperty({ type: 'integer', description: 'When the trial ends (Unix seconds)' }) trial_end: number;
+  @ApiProperty({ description: 'The subscription has a default payment method: it goes on paid after the trial' })
+  has_payment_method: boolean;
+}
+
+export class TrialEndingNotification {
+  @ApiProperty({ enum: [NOTIFICATION_TYPES[2]] }) type: 'trial.ending';
+  @ApiProperty({ format: 'date-time' }) timestamp: string;
+  @ApiProperty({ type: TrialEndingNotificationData }) data: TrialEndingNotificationData;
+}
+
 /** The `webhooks` of the API document: one entry per notification type, with its Standard Webhooks headers. */
 export const NOTIFICATION_WEBHOOKS = [
   { name: 'license.updated', model: LicenseUpdatedNotification, summary: "An organisation's tier, is_active, is_expired, seats, features or limits in force changed (an override included)" },
   { name: 'usage.capacity', model: UsageCapacityNotification, summary: 'A metric reached its limit in force, or went back under it' },
+  {
+    name: 'trial.ending',
+    model: TrialEndingNotification,
+    summary: "An organisation's trial ends in three days (the provider's customer.subscription.trial_will_end)",
+  },
 ] as const;

@@ -145,6 +145,19 @@ const CHANGE_SQL = `
   SELECT (SELECT version FROM bumped) AS version, (SELECT count(*) FROM queued)::int AS queued`;
 
 /**
+ * A `trial.ending` message (spec §11.5): the subscription's tier, its trial end and whether it has a
+ * payment method, with the next version and the license last notified (it changes no license).
+ */
+const TRIAL = namedParams('organisation', 'urls', 'tier', 'trialEnd', 'hasPaymentMethod');
+const TRIAL_SQL = `
+  WITH bumped AS (
+    UPDATE notification_states n SET version = n.version + 1 WHERE n.organisation_id = ${TRIAL.ref.organisation}::uuid
+    RETURNING n.version, ${TRIAL.ref.tier}::text AS tier, n.is_active, n.is_expired
+  ),
+  ${outboxSql(TRIAL.ref, 'bumped', 'trial.ending', `'trial_end', ${TRIAL.ref.trialEnd}::bigint, 'has_payment_method', ${TRIAL.ref.hasPaymentMethod}::boolean`)}
+  SELECT (SELECT version FROM bumped) AS version, (SELECT count(*) FROM queued)::int AS queued`;
+
+/**
  * Paid licenses last notified active whose past_due subscription's grace has run out since they were last
  * compared: no event marks that moment, so the minutely job looks for them (among billing's license
  * candidates, as licensing.repository.ts reads them). Grace counts from past_due_since in whole seconds of
@@ -195,6 +208,13 @@ export class NotificationsRepository {
     const values = CHANGE.values({ ...licenseStateValues(this.config, organisationId), urls: this.config.notifyUrls });
     const [row] = await preparedQuery<{ version: number | null }>(m, CHANGE_SQL, values);
     return row.version ?? undefined;
+  }
+
+  /** Writes a `trial.ending` message (after lockState); answers its version. */
+  async writeTrialEnding(m: EntityManager, organisationId: string, trial: { tier: string; trialEnd: number; hasPaymentMethod: boolean }): Promise<number> {
+    const values = TRIAL.values({ organisation: organisationId, urls: this.config.notifyUrls, ...trial });
+    const [row] = await preparedQuery<{ version: number }>(m, TRIAL_SQL, values);
+    return row.version;
   }
 
   /** The organisations whose paid license may have lapsed with a grace period (at most 1000). */

@@ -41,6 +41,20 @@ export class NotificationsService {
   }
 
   /**
+   * In the caller's transaction: a `trial.ending` message (spec §11.5) for the organisation's trial that
+   * ends at `trialEnd`. Answers its version, or undefined when notifications are off.
+   */
+  async trialEnding(
+    manager: EntityManager,
+    organisationId: string,
+    trial: { tier: string; trialEnd: number; hasPaymentMethod: boolean },
+  ): Promise<number | undefined> {
+    if (!this.enabled) return undefined;
+    await this.states.lockState(manager, organisationId);
+    return this.states.writeTrialEnding(manager, organisationId, trial);
+  }
+
+  /**
    * The CTEs licensing's usage write embeds after `applied`, its applied events (see capacityNotificationSql),
    * or undefined when nothing is sent. Their parameter is the write's `urls` (capacityValues).
    */

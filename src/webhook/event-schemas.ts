@@ -47,6 +47,24 @@ export const subscriptionSchema = z.looseObject({
     .nullish(),
 });
 
+const schedulePhase = z.looseObject({
+  start_date: seconds.nullish(),
+  end_date: seconds.nullish(),
+  metadata: metadata.nullish(),
+  items: z.array(z.looseObject({ price: z.union([z.string(), price]).nullish(), quantity: z.int().min(0).nullish() })).nullish(),
+});
+
+export const scheduleSchema = z.looseObject({
+  id: z.string().optional(),
+  customer: id.nullish(),
+  subscription: id.nullish(),
+  released_subscription: id.nullish(),
+  status: z.string().optional(),
+  metadata: metadata.nullish(),
+  current_phase: z.looseObject({ start_date: seconds.nullish(), end_date: seconds.nullish() }).nullish(),
+  phases: z.array(schedulePhase).nullish(),
+});
+
 const invoiceLine = z.looseObject({
   price: id.nullish(),
   plan: id.nullish(),

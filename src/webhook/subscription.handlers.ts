@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { EVENT_RANK, EVENT_TYPES, idOf, ProviderEvent } from '../billing/provider-event';
+import { EVENT_RANK, EVENT_TYPES, idOf, ProviderEvent, secondsOf } from '../billing/provider-event';
 import { ProviderSubscriptions, SubscriptionChange } from '../billing/provider-subscriptions.service';
 import { AppConfig } from '../config/app-config';
+import { NotificationsService } from '../notifications/notifications.service';
 import { CurrentSubscriptions, subscriptionChange } from './current-subscriptions';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent, ProviderAnswers, reasons } from './event-handler';
 import { subscriptionSchema } from './event-schemas';
@@ -73,6 +74,50 @@ abstract class SubscriptionHandler implements EventHandler {
 
   private change(event: ProviderEvent, sub: Record<string, any>): SubscriptionChange {
     return subscriptionChange(this.config, sub, this.kind, event.created, EVENT_RANK[event.type]);
+  }
+}
+
+/**
+ * customer.subscription.trial_will_end (three days before a trial ends): a `trial.ending` notification
+ * (spec §11.5) to the organisation of a subscription this service knows, not deleted. It changes no
+ * subscription and takes no part in the event order (its object is the subscription as it was; the
+ * subscription events carry every change). A subscription not known yet waits (unmatched), like its events.
+ */
+@Injectable()
+@HandlesEvent(EVENT_TYPES.subscriptionTrialWillEnd)
+export class TrialWillEndHandler implements EventHandler {
+  readonly schema = subscriptionSchema;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly links: OrganisationLinks,
+    private readonly subscriptions: ProviderSubscriptions,
+    private readonly notifications: NotificationsService,
+  ) {}
+
+  providerIds(event: ProviderEvent): (string | undefined)[] {
+    return [idOf(event.data.object.customer), idOf(event.data.object.id)];
+  }
+
+  async handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome> {
+    const sub = event.data.object;
+    const ids = { subscriptionId: idOf(sub.id), customerId: idOf(sub.customer) };
+    if (!ids.subscriptionId) return failed('invalid_event', 'the subscription has no id', ids);
+    const tier = resolveTier(sub, this.config);
+    const known = await this.subscriptions.find(manager, ids.subscriptionId);
+    const match = await this.links.resolve(manager, [sub.metadata?.organisation_id], ids.customerId, known);
+    if (match.conflict) return failed('organisation_conflict', match.conflict, ids);
+    const organisationId = match.organisationId;
+    if (!organisationId && 'error' in tier) return { ...ids, status: 'ignored', reason: 'not a subscription of this service' };
+    if (!organisationId || !known) return { ...ids, status: 'unmatched', reason: `subscription ${ids.subscriptionId} is not known yet` };
+    if (known.deleted) return { ...ids, organisationId, status: 'stale', reason: `subscription ${ids.subscriptionId} was deleted` };
+    const trialEnd = secondsOf(sub.trial_end);
+    if (trialEnd === undefined) return failed('invalid_event', 'the subscription has no trial_end', { ...ids, organisationId });
+    const tierName = 'tier' in tier ? tier.tier : known.tier;
+    if (!tierName) return failed('tier_unresolvable', (tier as { error: string }).error, { ...ids, organisationId });
+    const hasPaymentMethod = idOf(sub.default_payment_method) !== undefined;
+    await this.notifications.trialEnding(manager, organisationId, { tier: tierName, trialEnd, hasPaymentMethod });
+    return { ...ids, organisationId, status: 'processed', reason: match.note };
   }
 }
 

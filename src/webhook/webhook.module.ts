@@ -13,7 +13,8 @@ import { ProviderSyncSchedule } from './provider-sync.schedule';
 import { ProviderSyncRunsRepository } from './provider-sync-runs.repository';
 import { SyncSpillRepository } from './sync-spill.repository';
 import { JobLeasesRepository } from './job-leases.repository';
-import { SubscriptionCreatedHandler, SubscriptionDeletedHandler, SubscriptionUpdatedHandler } from './subscription.handlers';
+import { ScheduleCanceledHandler, ScheduleCompletedHandler, ScheduleReleasedHandler, ScheduleUpdatedHandler } from './schedule.handlers';
+import { SubscriptionCreatedHandler, SubscriptionDeletedHandler, SubscriptionUpdatedHandler, TrialWillEndHandler } from './subscription.handlers';
 import { WebhookController } from './webhook.controller';
 import { WebhookSignatureGuard } from './webhook-signature.guard';
 
@@ -33,6 +34,11 @@ import { WebhookSignatureGuard } from './webhook-signature.guard';
     SubscriptionCreatedHandler,
     SubscriptionUpdatedHandler,
     SubscriptionDeletedHandler,
+    TrialWillEndHandler,
+    ScheduleUpdatedHandler,
+    ScheduleReleasedHandler,
+    ScheduleCanceledHandler,
+    ScheduleCompletedHandler,
     InvoicePaymentSucceededHandler,
     InvoicePaidHandler,
     CustomerDeletedHandler,

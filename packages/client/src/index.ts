@@ -193,7 +193,10 @@ export function createClient(options: ClientOptions) {
 export type Client = ReturnType<typeof createClient>;
 
 /** What the service POSTs to each of `NOTIFY_URLS` (the document's `webhooks`). */
-export type Notification = Schemas['LicenseUpdatedNotification'] | Schemas['UsageCapacityNotification'];
+export type Notification =
+  | Schemas['LicenseUpdatedNotification']
+  | Schemas['UsageCapacityNotification']
+  | Schemas['TrialEndingNotification'];
 
 /**
  * Verifies a notification as received (the raw body, exactly as it arrived, and its headers) against
