@@ -664,6 +664,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "trial.ending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An organisation's trial ends in three days (the provider's customer.subscription.trial_will_end)
+         * @description POSTed to every URL of NOTIFY_URLS, signed per Standard Webhooks with NOTIFY_SECRET (the client package's `verifyNotification` checks it). Answer 2xx; any other answer, or none within 10 s, is retried for at least 24 hours.
+         */
+        post: operations["notification_trial_ending"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1713,6 +1733,32 @@ export interface components {
             /** Format: date-time */
             timestamp: string;
             data: components["schemas"]["UsageCapacityNotificationData"];
+        };
+        TrialEndingNotificationData: {
+            /** Format: uuid */
+            organisation_id: string;
+            /** @description The web app's own id of the organisation */
+            external_id: string | null;
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+            is_active: boolean;
+            is_expired: boolean;
+            /** @description Grows by one with every change of the organisation: drop a message older than one applied */
+            version: number;
+            /** @description When the trial ends (Unix seconds) */
+            trial_end: number;
+            /** @description The subscription has a default payment method: it goes on paid after the trial */
+            has_payment_method: boolean;
+        };
+        TrialEndingNotification: {
+            /** @enum {string} */
+            type: "trial.ending";
+            /** Format: date-time */
+            timestamp: string;
+            data: components["schemas"]["TrialEndingNotificationData"];
         };
     };
     responses: never;
@@ -5640,6 +5686,35 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["UsageCapacityNotification"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx will do); any other answer is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    notification_trial_ending: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Unique per message, the same on every retry of it: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">` */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TrialEndingNotification"];
             };
         };
         responses: {
