@@ -1,6 +1,7 @@
 import { MeterDelivery } from '../src/billing/meters/meter-delivery.service';
 import { MeterEventInput, PaymentProvider } from '../src/billing/payment-provider.port';
 import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
+import { createTestDatabase } from './support/databases';
 import { cli } from './support/run-cli';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
 import { waitFor } from './support/wait-for';
@@ -105,20 +106,33 @@ describe('provider meters: delivery', () => {
     }
   });
 
-  it('a restart with windows pending: the next instance delivers them, once', async () => {
-    const first = await startTestApp({ databaseUrl: t.databaseUrl, env: env() });
-    first.app.get(MeterDelivery).retryDelayS = () => 1;
-    fake.failPath(METER, { status: 500 });
-    const { org, customer } = await customerOrg();
-    await report(first, org, 11);
-    await report(first, org, 31);
-    await waitFor('a failed attempt', async () => (await windows(org)).some((w) => w.attempts >= 1));
-    await first.close();
-    fake.failPath(METER, undefined);
-    // `t` is the instance that stays (it shares the database): it picks the jobs up.
-    const rows = await settled(org);
-    expect(sentTo(customer).reduce((n, e) => n + e.value, 0)).toBe(42);
-    expect(sentTo(customer)).toHaveLength(rows.length);
+  it('a restart with windows pending: the service started again delivers them, once', async () => {
+    // A database of its own, so that no other instance is running while this one is down.
+    const db = await createTestDatabase();
+    let app = await startTestApp({ databaseUrl: db.url, env: env() });
+    try {
+      app.app.get(MeterDelivery).retryDelayS = () => 1;
+      fake.failPath(METER, { status: 500 });
+      const customer = fake.addCustomer();
+      const org = (await createOrganisation(app)).id;
+      await app.db.query(`UPDATE organisations SET provider_customer_id = $2 WHERE id = $1`, [org, customer]);
+      await report(app, org, 11);
+      await report(app, org, 31);
+      const pending = () => app.db.query(`SELECT status, attempts FROM meter_windows WHERE organisation_id = $1`, [org]);
+      await waitFor('a failed attempt', async () => (await pending()).some((w: { attempts: number }) => w.attempts >= 1));
+      await app.close();
+      fake.failPath(METER, undefined);
+      app = await startTestApp({ databaseUrl: db.url, env: env() });
+      await waitFor('every window delivered after the restart', async () => {
+        const rows: { status: string }[] = await pending();
+        return rows.length > 0 && rows.every((w) => w.status === 'delivered');
+      });
+      expect(sentTo(customer).reduce((n, e) => n + e.value, 0)).toBe(42);
+      expect(new Set(sentTo(customer).map((e) => e.identifier)).size).toBe(sentTo(customer).length);
+    } finally {
+      await app.close();
+      await db.drop();
+    }
   });
 
   it('two instances flushing and attempting at once never send a window twice', async () => {
