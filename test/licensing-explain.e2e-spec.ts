@@ -136,6 +136,24 @@ describe('GET /api/licensing/explain', () => {
     expect(body.because.filter((s: { kind: string }) => s.kind === 'event')).toHaveLength(3);
   });
 
+  it('overrides in force come first, newest first; an expired one is not listed', async () => {
+    const org = (await createOrganisation(t)).id;
+    const put = (name: string, body: object) =>
+      t.http().put(`/api/admin/organisations/${org}/overrides/${name}`).set('X-Service-Key', KEY).send(body).expect(200);
+    const sso = (await put('sso', { value: true, note: 'Pilot' })).body;
+    const projects = (await put('projects', { value: 50, expires_at: new Date(Date.now() + DAY * 1000).toISOString() })).body;
+    await put('api_access', { value: false, expires_at: new Date(Date.now() + 60_000).toISOString() });
+    await t.db.query(`UPDATE entitlement_overrides SET expires_at = now() - interval '1 second' WHERE organisation_id = $1 AND name = 'api_access'`, [org]);
+    await t.db.query(`UPDATE entitlement_overrides SET created_at = created_at + interval '1 second' WHERE organisation_id = $1 AND name = 'projects'`, [org]);
+
+    const { body } = await explain(org).expect(200);
+    expect(body.because).toEqual([
+      { kind: 'override', ...projects, created_at: expect.any(String) },
+      { kind: 'override', ...sso },
+      { kind: 'no_subscription', reason: expect.any(String) },
+    ]);
+  });
+
   it('grace over: the past_due subscription is still the one chosen (none is live), not active and expired', async () => {
     const org = (await createOrganisation(t)).id;
     const base = { id: providerId('sub'), customer: providerId('cus'), organisationId: org, tier: 'team' };

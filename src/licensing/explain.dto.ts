@@ -1,12 +1,18 @@
 import { ApiProperty, getSchemaPath } from '@nestjs/swagger';
 import { TIER_SOURCES, TierSource } from '../webhook/tier-resolution';
 import { LEDGER_STATUSES, LedgerStatus } from '../webhook/webhook-event.entity';
+import { OverrideRecord } from './entitlements.dto';
 import { EXPLAIN_EVENTS } from './explain.repository';
 
 // GET /api/licensing/explain (spec §12): the chain that decides an organisation's license, one step per
 // link, each kind its own schema (`kind` tells them apart).
 
 export const NOT_CHOSEN_REASONS = ['deleted', 'no_tier', 'no_status', 'incomplete', 'not_live', 'lower_tier', 'older', 'tie'] as const;
+
+/** An override in force: it replaces the tier's value of a feature or limit, whatever the subscription says. */
+export class ExplainOverrideStep extends OverrideRecord {
+  @ApiProperty({ enum: ['override'] }) kind: 'override';
+}
 
 export class ExplainSubscriptionStep {
   @ApiProperty({ enum: ['subscription'] }) kind: 'subscription';
@@ -63,9 +69,9 @@ export class ExplainNotChosenStep {
   reason: (typeof NOT_CHOSEN_REASONS)[number];
 }
 
-export const EXPLAIN_STEPS = [ExplainSubscriptionStep, ExplainEventStep, ExplainGraceStep, ExplainNoSubscriptionStep, ExplainNotChosenStep];
+export const EXPLAIN_STEPS = [ExplainOverrideStep, ExplainSubscriptionStep, ExplainEventStep, ExplainGraceStep, ExplainNoSubscriptionStep, ExplainNotChosenStep];
 
-export type ExplainStep = ExplainSubscriptionStep | ExplainEventStep | ExplainGraceStep | ExplainNoSubscriptionStep | ExplainNotChosenStep;
+export type ExplainStep = ExplainOverrideStep | ExplainSubscriptionStep | ExplainEventStep | ExplainGraceStep | ExplainNoSubscriptionStep | ExplainNotChosenStep;
 
 export class ExplainResponse {
   @ApiProperty({ example: 'pro' }) tier: string;
@@ -78,6 +84,7 @@ export class ExplainResponse {
       discriminator: {
         propertyName: 'kind',
         mapping: {
+          override: getSchemaPath(ExplainOverrideStep),
           subscription: getSchemaPath(ExplainSubscriptionStep),
           event: getSchemaPath(ExplainEventStep),
           grace: getSchemaPath(ExplainGraceStep),
@@ -87,7 +94,7 @@ export class ExplainResponse {
       },
     },
     description:
-      'What decides the license, newest first: the grace period (when the chosen subscription is past_due), the subscription ' +
+      'What decides the license, newest first: the overrides in force (newest first), the grace period (when the chosen subscription is past_due), the subscription ' +
       `chosen and how its tier was resolved, its newest ${EXPLAIN_EVENTS} events in the ledger (newest first), then every other subscription ` +
       'with the reason it was not chosen (or no_subscription when none shapes the license)',
   })

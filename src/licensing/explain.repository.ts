@@ -33,6 +33,8 @@ export interface ExplainRow {
   chosen: ExplainedSubscription | null;
   /** Set when the chosen one is past_due: when it became so, when grace ends, and whether now is within it. */
   grace: { pastDueSince: number | null; endsAt: number | null; inGrace: boolean } | null;
+  /** The live overrides (the license state's own `overrides`), newest first. */
+  overrides: { name: string; value: boolean | number; expires_at: string | null; note: string | null; created_at: string }[];
   /** The chosen one's newest events in the ledger, newest first. */
   events: { id: string; type: string; created: number; status: string; reason: string | null }[];
   /** Every other subscription, newest last event first, with why it was not chosen. */
@@ -58,6 +60,9 @@ const EXPLAIN_SQL = `
     'grace', CASE WHEN f.status = 'past_due' THEN json_build_object(
                'pastDueSince', f.past_due_since, 'endsAt', COALESCE(f.past_due_since, f.period_end) + ${EXPLAIN.ref.graceS}::bigint,
                'inGrace', f.in_grace) END,
+    'overrides', COALESCE((SELECT json_agg(json_build_object('name', o.name, 'value', o.value, 'expires_at', o.expires_at, 'note', o.note,
+                                                             'created_at', o.created_at) ORDER BY o.created_at DESC, o.name)
+                           FROM overrides o), '[]'),
     'events', COALESCE((SELECT json_agg(json_build_object('id', e.id, 'type', e.type, 'created', e.created, 'status', e.status,
                                                           'reason', e.reason))
                         FROM (${ledgerSql.eventsOfSubscription('f.subscription_id', EXPLAIN_EVENTS)}) e), '[]'),

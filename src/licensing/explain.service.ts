@@ -5,6 +5,7 @@ import { TierSource } from '../webhook/tier-resolution';
 import { LedgerStatus } from '../webhook/webhook-event.entity';
 import { ExplainResponse, ExplainStep } from './explain.dto';
 import { ExplainRepository, ExplainRow } from './explain.repository';
+import { overrideRecord } from './entitlements.service';
 
 /** Why an organisation has the license it has (spec §12), for support: GET /api/licensing/explain. */
 @Injectable()
@@ -22,7 +23,7 @@ export class ExplainService {
 /** The row as the chain of steps, newest first (see ExplainResponse.because). */
 function steps(row: ExplainRow): ExplainStep[] {
   const { chosen, grace } = row;
-  const because: ExplainStep[] = [];
+  const because: ExplainStep[] = row.overrides.map((o) => ({ kind: 'override' as const, ...overrideRecord(o) }));
   if (chosen && grace) {
     because.push({ kind: 'grace', subscription_id: chosen.id, past_due_since: grace.pastDueSince, ends_at: grace.endsAt, in_grace: grace.inGrace });
   }

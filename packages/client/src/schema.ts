@@ -1173,6 +1173,35 @@ export interface components {
             /** @description One per event, in order */
             results: components["schemas"]["UsageBatchResult"][];
         };
+        ExplainOverrideStep: {
+            /**
+             * @description A feature or a metric of the tier table
+             * @example sso
+             */
+            name: string;
+            /**
+             * @description A feature's value (boolean) or a metric's limit (integer ≥ 0)
+             * @example true
+             */
+            value: boolean | number;
+            /**
+             * Format: date-time
+             * @description When it stops applying; null: until deleted
+             */
+            expires_at: string | null;
+            /** @example Pilot, until the contract is signed */
+            note: string | null;
+            /**
+             * Format: date-time
+             * @description When this value was set
+             */
+            created_at: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "override";
+        };
         ExplainSubscriptionStep: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1271,8 +1300,8 @@ export interface components {
             tier: "free" | "pro" | "team" | "enterprise";
             is_active: boolean;
             is_expired: boolean;
-            /** @description What decides the license, newest first: the grace period (when the chosen subscription is past_due), the subscription chosen and how its tier was resolved, its newest 20 events in the ledger (newest first), then every other subscription with the reason it was not chosen (or no_subscription when none shapes the license) */
-            because: (components["schemas"]["ExplainSubscriptionStep"] | components["schemas"]["ExplainEventStep"] | components["schemas"]["ExplainGraceStep"] | components["schemas"]["ExplainNoSubscriptionStep"] | components["schemas"]["ExplainNotChosenStep"])[];
+            /** @description What decides the license, newest first: the overrides in force (newest first), the grace period (when the chosen subscription is past_due), the subscription chosen and how its tier was resolved, its newest 20 events in the ledger (newest first), then every other subscription with the reason it was not chosen (or no_subscription when none shapes the license) */
+            because: (components["schemas"]["ExplainOverrideStep"] | components["schemas"]["ExplainSubscriptionStep"] | components["schemas"]["ExplainEventStep"] | components["schemas"]["ExplainGraceStep"] | components["schemas"]["ExplainNoSubscriptionStep"] | components["schemas"]["ExplainNotChosenStep"])[];
         };
         PutOverrideBody: {
             /**
