@@ -75,6 +75,24 @@ export interface SyncRunRow {
   error: string | null;
 }
 
+export interface NotificationRow {
+  id: string;
+  type: string;
+  organisationId: string;
+  version: number;
+  createdAt: Date;
+  status: string;
+  deliveries: { url: string; status: string; attempts: number; lastError: string | null }[];
+}
+
+const ORGANISATION_PAGE = `
+  SELECT o.id, o.name, o.external_id AS "externalId", o.provider_customer_id AS "customerId", o.created_at AS "createdAt"
+  FROM organisations o WHERE`;
+// Parameters $1, $2 (the last row's name and id, or nulls) and $3 (rows).
+const ORGANISATION_KEYSET = `AND ($1::text IS NULL OR (o.name, o.id) > ($1::text, $2::uuid)) ORDER BY o.name, o.id LIMIT $3`;
+// A message's status: pending while any delivery is, else failed when any gave up, else delivered (as the outbox says).
+const MESSAGE_STATUS = `CASE WHEN bool_or(d.status = 'pending') THEN 'pending' WHEN bool_or(d.status = 'failed') THEN 'failed' ELSE 'delivered' END`;
+
 /** `%`, `_` and `\` in a search taken literally by LIKE. */
 const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -112,20 +130,40 @@ export class ConsoleRepository {
   }
 
   /**
-   * Organisations matching `query` (every one when empty): a part of the name (any case), or exactly the id,
-   * external id, provider customer id, a member's email or a subscription id. By name, then id; keyset after
-   * `after`. The query is a parameter, never SQL; LIKE's wildcards in it are taken literally.
+   * Organisations matching `query`, by name then id, keyset after `after`: every one when it is empty; else those
+   * it names exactly (id, external id, provider customer id, a member's email, a subscription id: each an index
+   * look-up), and only when it names none, those with it in their name (any case; LIKE's wildcards in it taken
+   * literally). The query is a parameter, never SQL.
    */
-  searchOrganisations(query: string, after: { name: string; id: string } | undefined, rows: number): Promise<OrganisationRow[]> {
+  async searchOrganisations(query: string, after: { name: string; id: string } | undefined, rows: number): Promise<OrganisationRow[]> {
+    const keyset = [after?.name ?? null, after?.id ?? null, rows];
+    if (query === '') return this.db.query(`${ORGANISATION_PAGE} TRUE ${ORGANISATION_KEYSET}`, keyset);
+    const exact = await this.db.query<OrganisationRow[]>(
+      `${ORGANISATION_PAGE} o.id IN (
+         SELECT id FROM organisations WHERE id = $4::uuid
+         UNION ALL SELECT id FROM organisations WHERE external_id = $5 OR provider_customer_id = $5
+         UNION ALL SELECT m.organisation_id FROM users u JOIN memberships m ON m.user_id = u.id WHERE u.email = lower($5)
+         UNION ALL SELECT organisation_id FROM provider_subscriptions WHERE subscription_id = $5) ${ORGANISATION_KEYSET}`,
+      [...keyset, UUID.test(query) ? query : null, query],
+    );
+    // A next page is asked for only when rows of the same kind of match remain, so pages never mix kinds.
+    if (exact.length) return exact;
+    return this.db.query(`${ORGANISATION_PAGE} o.name ILIKE '%' || $4 || '%' ${ORGANISATION_KEYSET}`, [...keyset, likeLiteral(query)]);
+  }
+
+  /** Notifications newest first, with each URL's delivery; `status` is the message's (as the outbox defines it). */
+  notifications(status: string | undefined, rows: number): Promise<NotificationRow[]> {
     return this.db.query(
-      `SELECT o.id, o.name, o.external_id AS "externalId", o.provider_customer_id AS "customerId", o.created_at AS "createdAt"
-       FROM organisations o
-       WHERE ($1 = '' OR o.name ILIKE '%' || $2 || '%' OR o.id = $3::uuid OR o.external_id = $1 OR o.provider_customer_id = $1
-              OR o.id IN (SELECT m.organisation_id FROM memberships m JOIN users u ON u.id = m.user_id WHERE u.email = lower($1))
-              OR o.id IN (SELECT s.organisation_id FROM provider_subscriptions s WHERE s.subscription_id = $1))
-         AND ($4::text IS NULL OR (o.name, o.id) > ($4::text, $5::uuid))
-       ORDER BY o.name, o.id LIMIT $6`,
-      [query, likeLiteral(query), UUID.test(query) ? query : null, after?.name ?? null, after?.id ?? null, rows],
+      `SELECT m.id, m.type, m.organisation_id AS "organisationId", m.version::float8 AS version, m.created_at AS "createdAt", agg.status, agg.deliveries
+       FROM notification_messages m
+       CROSS JOIN LATERAL (
+         SELECT ${MESSAGE_STATUS} AS status,
+                json_agg(json_build_object('url', d.url, 'status', d.status, 'attempts', d.attempts, 'lastError', d.last_error) ORDER BY d.url) AS deliveries
+         FROM notification_deliveries d WHERE d.message_id = m.id) AS agg
+       WHERE ($1::text IS NULL OR $1 = 'delivered' OR m.id IN (SELECT message_id FROM notification_deliveries WHERE status = $1))
+         AND ($1::text IS NULL OR agg.status = $1)
+       ORDER BY m.created_at DESC LIMIT $2`,
+      [status ?? null, rows],
     );
   }
 
@@ -162,7 +200,7 @@ export class ConsoleRepository {
       ),
       this.db.query(
         `SELECT m.id, m.type, m.version::float8 AS version, m.created_at AS "createdAt",
-                CASE WHEN bool_or(d.status = 'pending') THEN 'pending' WHEN bool_or(d.status = 'failed') THEN 'failed' ELSE 'delivered' END AS status,
+                ${MESSAGE_STATUS} AS status,
                 COALESCE(sum(d.attempts), 0)::int AS attempts, max(d.last_error) AS "lastError"
          FROM notification_messages m LEFT JOIN notification_deliveries d ON d.message_id = m.id
          WHERE m.organisation_id = $1 GROUP BY m.id ORDER BY m.version DESC LIMIT $2`,

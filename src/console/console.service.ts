@@ -5,6 +5,7 @@ import { AuditService } from '../audit/audit.service';
 import { AppException } from '../common/app-exception';
 import { transaction } from '../database/transaction';
 import { LicensingService } from '../licensing/licensing.service';
+import { displayUrl } from '../notifications/notification-delivery.service';
 import { NotificationOutbox } from '../notifications/notification-outbox.service';
 import { DeliveryStatus } from '../notifications/notification-delivery.entity';
 import { EventDispatcher } from '../webhook/event-dispatcher';
@@ -138,8 +139,10 @@ export class ConsoleService {
     return { ...event, payload, replayable: REPLAYABLE.includes(event.status as LedgerStatus) };
   }
 
-  notifications(status: DeliveryStatus | undefined) {
-    return this.outbox.list(status, PAGE_ROWS);
+  async notifications(status: DeliveryStatus | undefined) {
+    const rows = await this.repository.notifications(status, PAGE_ROWS);
+    // URLs as the outbox shows them: a query string (which may hold a token) is never displayed.
+    return rows.map((n) => ({ ...n, deliveries: n.deliveries.map((d) => ({ ...d, url: displayUrl(d.url) })) }));
   }
 
   auditLog(startingAfter: string | undefined) {

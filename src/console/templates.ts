@@ -370,10 +370,10 @@ const notifications = String.raw`<% layout('@layout') %>
 <tr>
   <td><code><%= n.id %></code></td>
   <td><%= n.type %> v<%= n.version %></td>
-  <td><a href="/console/organisations/<%= n.organisation_id %>"><%= n.organisation_id %></a></td>
+  <td><a href="/console/organisations/<%= n.organisationId %>"><%= n.organisationId %></a></td>
   <td><span class="badge badge-<%= n.status %>"><%= n.status %></span></td>
-  <td><% for (const d of n.deliveries) { %><div><%= d.url %>: <%= d.status %>, <%= d.attempts %> attempt<%= d.attempts === 1 ? '' : 's' %><%= d.last_error ? ' (' + d.last_error + ')' : '' %></div><% } %></td>
-  <td><%= it.h.when(n.created_at) %></td>
+  <td><% for (const d of n.deliveries) { %><div><%= d.url %>: <%= d.status %>, <%= d.attempts %> attempt<%= d.attempts === 1 ? '' : 's' %><%= d.lastError ? ' (' + d.lastError + ')' : '' %></div><% } %></td>
+  <td><%= it.h.when(n.createdAt) %></td>
   <td><% if (n.status !== 'delivered') { %><%~ include('@action', { action: '/console/notifications/' + encodeURIComponent(n.id) + '/retry', csrf: it.operator.csrfToken, back: it.back, text: 'Retry', label: 'Retry notification ' + n.id }) %><% } %></td>
 </tr>
 <% } %>

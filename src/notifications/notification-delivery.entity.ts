@@ -14,6 +14,8 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 @Check('notification_deliveries_status_check', `status IN ('pending', 'delivered', 'failed')`)
 // The backlog (metrics) and the sweep for deliveries whose job was lost with a killed instance.
 @Index('notification_deliveries_pending_idx', ['nextAttemptAt'], { where: `status = 'pending'` })
+// The operator console's list of failed notifications.
+@Index('notification_deliveries_failed_idx', ['messageId'], { where: `status = 'failed'` })
 export class NotificationDelivery {
   @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'notification_deliveries_pkey' })
   id: string;
