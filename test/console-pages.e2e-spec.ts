@@ -193,6 +193,30 @@ describe('console pages and actions', () => {
     await t.db.query(`UPDATE job_leases SET expires_at = now() WHERE name = 'provider_sync'`);
   });
 
+  it('sets and removes an override from the organisation page, audited as the operator; a wrong value is refused', async () => {
+    const org = await identity().createOrganisation('Override Ltd');
+    const page = (await get(`/console/organisations/${org.id}`)).text;
+    expect(page).toContain('No overrides.');
+    expect(page).toContain('Why it has this license');
+    const [done, text] = await outcome(await post(`/console/organisations/${org.id}/overrides`, { name: 'projects', value: '250', note: 'support grant' }));
+    expect([done, text]).toEqual(['done', 'Override of projects set to 250.']);
+    expect((await get(`/console/organisations/${org.id}`)).text).toMatch(/projects limit<\/dt><dd>250 \(override/);
+    const [audit] = await t.db.query(`SELECT actor, after FROM audit_log WHERE action = 'override.set' AND organisation_id = $1`, [org.id]);
+    expect(audit).toMatchObject({ actor: 'operator:ops@example.com', after: { name: 'projects', value: 250 } });
+
+    const [refused, why] = await outcome(await post(`/console/organisations/${org.id}/overrides`, { name: 'projects', value: 'lots' }));
+    expect(refused).toBe('refused');
+    expect(why).toMatch(/^Refused: /);
+    const [unknown] = await outcome(await post(`/console/organisations/${org.id}/overrides`, { name: 'no_such_feature', value: 'true' }));
+    expect(unknown).toBe('refused');
+
+    const [removed, removedText] = await outcome(await post(`/console/organisations/${org.id}/overrides/projects/delete`));
+    expect([removed, removedText]).toEqual(['done', 'Override of projects removed.']);
+    const [{ count }] = await t.db.query(`SELECT count(*)::int AS count FROM audit_log WHERE action = 'override.deleted' AND actor = 'operator:ops@example.com' AND organisation_id = $1`, [org.id]);
+    expect(count).toBe(1);
+    expect((await outcome(await post(`/console/organisations/${org.id}/overrides/projects/delete`)))[0]).toBe('refused');
+  });
+
   it('shows the audit log newest first, a page at a time', async () => {
     const page = (await get('/console/audit')).text;
     expect(page).toContain('operator.signed_in');

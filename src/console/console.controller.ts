@@ -73,6 +73,22 @@ export class ConsoleController {
     this.page(req, res, 'organisation', { title: d.organisation.name, section: 'organisations', d, replayable: REPLAYABLE, back: req.originalUrl });
   }
 
+  @Post('organisations/:id/overrides')
+  async setOverride(@Param('id') id: string, @Body() body: Record<string, unknown>, @Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
+    const field = (name: string, max = 500) => text(body[name], name, max) ?? '';
+    const flash = await this.console.setOverride(
+      id,
+      { name: field('name', 100), value: field('value', 20), expiresAt: field('expires_at', 30), note: field('note') },
+      req.operator!,
+    );
+    redirectWithFlash(res, `/console/organisations/${encodeURIComponent(id)}`, flash);
+  }
+
+  @Post('organisations/:id/overrides/:name/delete')
+  async removeOverride(@Param('id') id: string, @Param('name') name: string, @Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
+    redirectWithFlash(res, `/console/organisations/${encodeURIComponent(id)}`, await this.console.removeOverride(id, name, req.operator!));
+  }
+
   @Get('events')
   async events(@Query() query: Record<string, unknown>, @Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
     const f = {

@@ -4,7 +4,10 @@ import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { AppException } from '../common/app-exception';
 import { transaction } from '../database/transaction';
+import { EntitlementsService } from '../licensing/entitlements.service';
+import { ExplainService } from '../licensing/explain.service';
 import { LicensingService } from '../licensing/licensing.service';
+import { OverridesService } from '../licensing/overrides.service';
 import { displayUrl } from '../notifications/notification-delivery.service';
 import { NotificationOutbox } from '../notifications/notification-outbox.service';
 import { DeliveryStatus } from '../notifications/notification-delivery.entity';
@@ -73,6 +76,9 @@ export class ConsoleService {
   constructor(
     private readonly repository: ConsoleRepository,
     private readonly licensing: LicensingService,
+    private readonly entitlements: EntitlementsService,
+    private readonly overrides: OverridesService,
+    private readonly explainer: ExplainService,
     private readonly dispatcher: EventDispatcher,
     private readonly outbox: NotificationOutbox,
     private readonly sync: ProviderSyncSchedule,
@@ -107,13 +113,16 @@ export class ConsoleService {
   async organisation(id: string) {
     const organisation = await this.repository.organisation(id);
     if (!organisation) throw new AppException('organisation_not_found', `No organisation with id ${id}.`);
-    const [status, detail, events, audit] = await Promise.all([
+    const [status, entitlements, overrides, explain, detail, events, audit] = await Promise.all([
       this.licensing.status(id, null),
+      this.entitlements.read(id),
+      this.overrides.list(id),
+      this.explainer.explain(id, null),
       this.repository.organisationDetail(id, DETAIL_ROWS),
       this.repository.events({ organisationId: id }, DETAIL_ROWS),
       this.audit.page({ organisationId: id, limit: DETAIL_ROWS }),
     ]);
-    return { organisation, status, ...detail, events, audit: audit.data };
+    return { organisation, status, entitlements, overrides, explain, ...detail, events, audit: audit.data };
   }
 
   async events(filter: Omit<EventFilter, 'before'>, before: string | undefined) {
@@ -164,6 +173,42 @@ export class ConsoleService {
     return result.status === 'processed'
       ? { kind: 'done', text: `Replayed event ${id}: processed.` }
       : { kind: 'refused', text: `Replayed event ${id}: still ${result.status}${result.reason ? ` (${result.reason})` : ''}.` };
+  }
+
+  /**
+   * Sets an override from the editor's fields (audited by the overrides service as `override.set`): `value`
+   * `true`/`false` for a feature, a whole number for a metric's limit; `expiresAt` a UTC date and time or empty.
+   */
+  async setOverride(organisationId: string, fields: { name: string; value: string; expiresAt: string; note: string }, operator: Operator): Promise<Flash> {
+    const value = fields.value === 'true' ? true : fields.value === 'false' ? false : /^\d{1,15}$/.test(fields.value) ? Number(fields.value) : fields.value;
+    const expires = fields.expiresAt ? new Date(`${fields.expiresAt}${fields.expiresAt.length === 16 ? ':00' : ''}Z`) : undefined;
+    if (expires && Number.isNaN(expires.getTime())) return { kind: 'refused', text: 'Refused: the expiry is not a date and time.' };
+    return this.refusedAsFlash(async () => {
+      await this.overrides.set(operator.actor, organisationId, fields.name, {
+        value: value as boolean | number,
+        ...(expires ? { expires_at: expires.toISOString() } : {}),
+        ...(fields.note ? { note: fields.note } : {}),
+      });
+      return { kind: 'done', text: `Override of ${fields.name} set to ${String(value)}${expires ? ` until ${expires.toISOString()}` : ''}.` };
+    });
+  }
+
+  /** Removes an override (audited as `override.deleted`). */
+  removeOverride(organisationId: string, name: string, operator: Operator): Promise<Flash> {
+    return this.refusedAsFlash(async () => {
+      await this.overrides.delete(operator.actor, organisationId, name);
+      return { kind: 'done', text: `Override of ${name} removed.` };
+    });
+  }
+
+  /** A 4xx of the owning service is a refusal shown on the page, with its reason; anything else stays an error. */
+  private async refusedAsFlash(work: () => Promise<Flash>): Promise<Flash> {
+    try {
+      return await work();
+    } catch (err) {
+      if (err instanceof AppException && err.getStatus() < 500) return { kind: 'refused', text: `Refused: ${err.message}` };
+      throw err;
+    }
   }
 
   /** Sends a notification again to every URL (audited by the outbox as `notification.retried`). */

@@ -217,6 +217,51 @@ const organisation = String.raw`<% layout('@layout') %>
 <% } %>
 </dl>
 </section>
+<section aria-labelledby="entitlements-heading">
+<h2 id="entitlements-heading">Entitlements</h2>
+<% const ent = it.d.entitlements; %>
+<dl class="facts">
+<% for (const [feature, on] of Object.entries(ent.features)) { %>
+  <dt><%= feature %></dt><dd><%= on ? 'yes' : 'no' %></dd>
+<% } %>
+<% for (const [metric, l] of Object.entries(ent.limits)) { %>
+  <dt><%= metric %> limit</dt><dd><%= l.limit %> (<%= l.source %>, <%= l.overage %> beyond it)</dd>
+<% } %>
+</dl>
+<h3>Overrides</h3>
+<% if (!it.d.overrides.length) { %><p>No overrides.</p><% } else { %>
+<div class="table-wrap" role="region" aria-label="Overrides" tabindex="0">
+<table>
+<thead><tr><th scope="col">Name</th><th scope="col">Value</th><th scope="col">Expires</th><th scope="col">Note</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
+<tbody>
+<% for (const ov of it.d.overrides) { %>
+<tr><td><%= ov.name %></td><td><%= String(ov.value) %></td><td><%= ov.expires_at ? it.h.when(ov.expires_at) : 'never' %></td><td><%= ov.note || '' %></td>
+<td><%~ include('@action', { action: '/console/organisations/' + o.id + '/overrides/' + encodeURIComponent(ov.name) + '/delete', csrf: it.operator.csrfToken, text: 'Remove', label: 'Remove the override of ' + ov.name }) %></td></tr>
+<% } %>
+</tbody>
+</table>
+</div>
+<% } %>
+<form class="filters" method="post" action="/console/organisations/<%= o.id %>/overrides">
+  <input type="hidden" name="_csrf" value="<%= it.operator.csrfToken %>">
+  <label for="ov-name">Feature or metric
+    <select id="ov-name" name="name">
+<% for (const name of [...Object.keys(ent.features), ...Object.keys(ent.limits)]) { %>      <option><%= name %></option>
+<% } %>
+    </select>
+  </label>
+  <label for="ov-value">Value (true, false or a limit)<input id="ov-value" name="value" required maxlength="20"></label>
+  <label for="ov-expires">Expires (UTC, optional)<input id="ov-expires" name="expires_at" type="datetime-local"></label>
+  <label for="ov-note">Note<input id="ov-note" name="note" maxlength="500"></label>
+  <button type="submit" class="primary">Set override</button>
+</form>
+<h3>Why it has this license</h3>
+<ol class="explain">
+<% for (const step of it.d.explain.because) { %>
+  <li><strong><%= step.kind %></strong> <code><%= JSON.stringify(step) %></code></li>
+<% } %>
+</ol>
+</section>
 <section aria-labelledby="subs-heading">
 <h2 id="subs-heading">Subscriptions</h2>
 <% if (!it.d.subscriptions.length) { %><p>No subscriptions.</p><% } else { %>

@@ -41,6 +41,6 @@ import { WellKnownController } from './well-known.controller';
     ExplainService,
     { provide: MemberLimitPolicy, useExisting: LicensingService },
   ],
-  exports: [LicensingService, EntitlementsService, MemberLimitPolicy],
+  exports: [LicensingService, EntitlementsService, OverridesService, ExplainService, MemberLimitPolicy],
 })
 export class LicensingModule {}
