@@ -56,6 +56,7 @@ dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 .chart { margin: 1rem 0; max-width: 60rem; }
 .chart canvas { width: 100%; height: 16rem; }
 .pager { display: flex; gap: 1rem; margin: 1rem 0; }
+code { overflow-wrap: anywhere; }
 .muted { color: var(--muted); }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 ul.pager { list-style: none; padding: 0; }
