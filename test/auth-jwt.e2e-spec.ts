@@ -150,12 +150,19 @@ describe('JWT access tokens (AUTH_JWT_*)', () => {
       expect(read.body.license).toEqual({ is_active: true, is_expired: false, tier: 'free' });
       expect(read.body.usage.users.used).toBe(2);
       await t.http().get('/api/licensing/check').query({ organisation_id: org.id, metric: 'projects', amount: 1 }).set(bearer(token)).expect(200);
+      // Signed entitlements and the explanation take the same callers.
+      const signed = await t.http().get('/api/licensing/entitlements/token').query({ organisation_id: org.id }).set(bearer(token)).expect(200);
+      expect(signed.body.token.split('.')).toHaveLength(3);
+      expect((await t.http().get('/api/licensing/explain').query({ organisation_id: org.id }).set(bearer(token)).expect(200)).body.tier).toBe('free');
     }
     expect(jwks.hits).toBe(1);
   });
 
   it('memberships and roles come from this service: 403 for a non-member and for a member where owner is needed, as for a session', async () => {
     const outsiderJwt = await sign(rsa, { sub: outsider.externalId });
+    for (const path of ['/api/licensing/entitlements/token', '/api/licensing/explain']) {
+      await t.http().get(path).query({ organisation_id: org.id }).set(bearer(outsiderJwt)).expect(403);
+    }
     for (const read of [history, status]) {
       const byJwt = await read(t, outsiderJwt).expect(403);
       const bySession = await read(t, outsider.token).expect(403);
