@@ -30,7 +30,7 @@ describe('POST /api/billing/checkout', () => {
 
   it('creates a subscription checkout for the tier price, tagged with the organisation, with default return URLs', async () => {
     const res = await post(owner, { organisation_id: orgId, tier: 'pro' }).expect(201);
-    expect(res.body).toEqual({ session_id: expect.stringMatching(/^cs_test_/), url: `${fake.url}/pay/${res.body.session_id}` });
+    expect(res.body).toEqual({ session_id: expect.stringMatching(/^cs_test_/), url: `${fake.url}/pay/${res.body.session_id}`, trial_days: 0 });
 
     expect(fake.requests).toHaveLength(1);
     const sent = fake.requests[0];

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
+import { INTERVALS } from './subscription.dto';
 
 export class CreateCheckoutDto {
   @ApiProperty({ format: 'uuid', example: '2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11' })
@@ -10,6 +11,23 @@ export class CreateCheckoutDto {
   @IsString()
   @MaxLength(64)
   tier: string;
+
+  @ApiPropertyOptional({ enum: INTERVALS, example: 'month', description: "The tier's price with this interval; default: its first listed price" })
+  @IsOptional()
+  @IsIn(INTERVALS)
+  interval?: (typeof INTERVALS)[number];
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    example: 5,
+    description: "Only for a per-seat tier, at most its max; default: the organisation's member count (at least 1)",
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  seats?: number;
 
   @ApiPropertyOptional({
     example: 'http://localhost:3000/billing/success?session_id={CHECKOUT_SESSION_ID}',
@@ -36,4 +54,7 @@ export class CheckoutCreatedResponse {
 
   @ApiProperty({ example: 'https://checkout.stripe.com/c/pay/cs_test_a1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY' })
   url: string;
+
+  @ApiProperty({ type: 'integer', minimum: 0, example: 14, description: 'Days of trial this checkout gives; 0 when none' })
+  trial_days: number;
 }

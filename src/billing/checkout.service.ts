@@ -6,13 +6,14 @@ import { DataSource } from 'typeorm';
 import { AppException } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig } from '../config/app-config';
-import { isPaidTier, paidTiers } from '../config/tiers';
 import { IdentityService } from '../identity/identity.service';
 import { CallerLimits } from './caller-limits';
 import { CheckoutPlan, OpenCheckoutsRepository, RecordedSession } from './open-checkouts.repository';
 import { CheckoutCreatedResponse, CreateCheckoutDto } from './checkout.dto';
 import { CreateCheckoutInput, PaymentProvider, PaymentProviderError } from './payment-provider.port';
+import { PriceCatalog } from './price-catalog';
 import { ProviderSubscriptions } from './provider-subscriptions.service';
+import { checkRequest } from './subscription-plan';
 import { providerFailure } from './provider-failure';
 import { requireReturnUrl } from './return-url';
 
@@ -39,15 +40,14 @@ export class CheckoutService {
     @InjectDataSource() private readonly db: DataSource,
     private readonly callerLimits: CallerLimits,
     private readonly openCheckouts: OpenCheckoutsRepository,
+    private readonly catalog: PriceCatalog,
   ) {}
 
   /** `created`: false when the organisation's open session for the same plan is answered again. */
   async create(caller: AuthUser, dto: CreateCheckoutDto): Promise<{ session: CheckoutCreatedResponse; created: boolean }> {
     await this.identity.requireMember(caller, dto.organisation_id);
     const { tier } = dto;
-    if (!isPaidTier(this.config.tiers, tier)) {
-      throw new AppException('invalid_tier', `tier must be one of ${paidTiers(this.config.tiers).join(', ')}.`);
-    }
+    checkRequest(this.config.tiers, { tier, seats: dto.seats });
     const app = this.config.appUrl;
     const successUrl = requireReturnUrl(
       'success_url',
@@ -55,11 +55,7 @@ export class CheckoutService {
       app,
     );
     const cancelUrl = requireReturnUrl('cancel_url', dto.cancel_url ?? `${app.origin}/billing/cancel`, app);
-    const priceId = this.config.providerPrices[tier]?.[0];
-    if (!priceId && this.provider.requiresPriceIds) {
-      // A known tier nobody configured a price for: say so rather than fail inside the provider.
-      throw new AppException('tier_not_for_sale', `The tier ${tier} has no price configured and cannot be bought.`);
-    }
+    const priceId = this.priceOf(tier, dto.interval);
     const live = await this.subscriptions.billingSubscriptionOf(dto.organisation_id, this.db.manager);
     if (live) {
       throw new AppException(
@@ -67,23 +63,71 @@ export class CheckoutService {
         `The organisation already has a subscription (${live.status}); change the plan in the billing portal instead.`,
       );
     }
-    const input = { organisationId: dto.organisation_id, tier, priceId, successUrl, cancelUrl };
-    const plan = { tier, priceId: priceId ?? null };
+    const plan = await this.planOf(dto, priceId);
+    const { checkout } = this.config;
+    const input = {
+      organisationId: dto.organisation_id,
+      tier,
+      priceId,
+      successUrl,
+      cancelUrl,
+      quantity: plan.seats ?? 1,
+      trialDays: plan.trialDays,
+      trialWithoutPaymentMethod: plan.trialDays > 0 && !checkout.trialRequiresPaymentMethod,
+      allowPromotionCodes: checkout.allowPromotionCodes,
+      automaticTax: checkout.automaticTax,
+    };
     const { claim, recorded } = await this.claim(dto.organisation_id);
     try {
       this.callerLimits.take(caller.id);
       if (recorded && (await this.stillPayable(recorded, plan))) {
         await this.openCheckouts.release(dto.organisation_id, claim);
-        return { session: { session_id: recorded.sessionId, url: recorded.url }, created: false };
+        return { session: { session_id: recorded.sessionId, url: recorded.url, trial_days: recorded.trialDays }, created: false };
       }
       const customerId = (await this.identity.customerOf(dto.organisation_id)) ?? undefined;
       const session = await this.createSession({ ...input, customerId });
       await this.record(dto.organisation_id, claim, { sessionId: session.id, url: session.url, ...plan });
-      return { session: { session_id: session.id, url: session.url }, created: true };
+      return { session: { session_id: session.id, url: session.url, trial_days: plan.trialDays }, created: true };
     } catch (err) {
       await this.openCheckouts.release(dto.organisation_id, claim).catch(() => undefined);
       throw providerFailure(err);
     }
+  }
+
+  /**
+   * The price sold (spec §11.3): the tier's price with `interval` (none: 400 price_not_found), else its first
+   * listed one. The sandbox, which invents its prices, needs none without an interval.
+   */
+  private priceOf(tier: string, interval: string | undefined): string | undefined {
+    if (interval) {
+      const price = this.catalog.priceFor(tier, interval);
+      if (!price) throw new AppException('price_not_found', `The tier ${tier} has no ${interval}ly price.`);
+      return price.id;
+    }
+    const priceId = this.config.providerPrices[tier]?.[0];
+    if (!priceId && this.provider.requiresPriceIds) {
+      // A known tier nobody configured a price for: say so rather than fail inside the provider.
+      throw new AppException('tier_not_for_sale', `The tier ${tier} has no price configured and cannot be bought.`);
+    }
+    return priceId;
+  }
+
+  /**
+   * What the checkout sells: the seats of a per-seat tier (default the member count, at least 1; fewer than the
+   * members → 409) and the trial, given when the tier has one and the organisation never had a subscription.
+   */
+  private async planOf(dto: CreateCheckoutDto, priceId: string | undefined): Promise<CheckoutPlan> {
+    const tier = this.config.tiers[dto.tier];
+    let seats: number | null = null;
+    if (tier.perSeat) {
+      const members = await this.identity.memberCount(dto.organisation_id);
+      seats = dto.seats ?? Math.max(1, members);
+      if (seats < members) {
+        throw new AppException('seats_below_members', `The organisation has ${members} members: it needs at least ${members} seats.`);
+      }
+    }
+    const trialDays = tier.trialDays > 0 && !(await this.subscriptions.everHad(dto.organisation_id, this.db.manager)) ? tier.trialDays : 0;
+    return { tier: dto.tier, priceId: priceId ?? null, seats, trialDays };
   }
 
   /**
@@ -108,7 +152,8 @@ export class CheckoutService {
    * recorded here yet: the webhook is on its way) stops this checkout, as a live subscription would.
    */
   private async stillPayable(recorded: RecordedSession, plan: CheckoutPlan): Promise<boolean> {
-    const samePlan = recorded.tier === plan.tier && recorded.priceId === plan.priceId;
+    const samePlan =
+      recorded.tier === plan.tier && recorded.priceId === plan.priceId && recorded.seats === plan.seats && recorded.trialDays === plan.trialDays;
     if (!samePlan) {
       const expired = await this.provider.expireCheckoutSession(recorded.sessionId).then(
         () => true,

@@ -31,6 +31,10 @@ export class OpenCheckout {
   @Column('integer', { nullable: true })
   seats: number | null;
 
+  /** The days of trial it gives (0: none). */
+  @Column('integer', { name: 'trial_days', default: 0 })
+  trialDays: number;
+
   @Column('uuid', { nullable: true })
   claim: string | null;
 

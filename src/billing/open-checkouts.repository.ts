@@ -8,6 +8,10 @@ import { OpenCheckout } from './open-checkout.entity';
 export interface CheckoutPlan {
   tier: string;
   priceId: string | null;
+  /** The seats of a per-seat tier; null otherwise. */
+  seats: number | null;
+  /** Days of trial the session gives (0: none). */
+  trialDays: number;
 }
 
 export interface RecordedSession extends CheckoutPlan {
@@ -25,7 +29,7 @@ const CLAIM_SQL = `
   INSERT INTO open_checkouts AS o (organisation_id, claim, claimed_at) VALUES ($1, $2, now())
   ON CONFLICT (organisation_id) DO UPDATE SET claim = EXCLUDED.claim, claimed_at = now()
     WHERE o.claim IS NULL OR o.claimed_at < now() - interval '${LEASE}'
-  RETURNING o.session_id AS "sessionId", o.url, o.tier, o.price_id AS "priceId"`;
+  RETURNING o.session_id AS "sessionId", o.url, o.tier, o.price_id AS "priceId", o.seats, o.trial_days AS "trialDays"`;
 
 /**
  * Every query of the open_checkouts table (one row per organisation; see open-checkout.entity.ts): the only
@@ -41,13 +45,13 @@ export class OpenCheckoutsRepository {
    * holds a live claim.
    */
   async claim(organisationId: string, claim: string): Promise<{ recorded: RecordedSession | null } | 'busy'> {
-    const rows = await preparedQuery<{ sessionId: string | null; url: string; tier: string; priceId: string | null }>(this.db, CLAIM_SQL, [
+    const rows = await preparedQuery<CheckoutPlan & { sessionId: string | null; url: string }>(this.db, CLAIM_SQL, [
       organisationId,
       claim,
     ]);
     if (!rows.length) return 'busy';
     const [r] = rows;
-    return { recorded: r.sessionId ? { sessionId: r.sessionId, url: r.url, tier: r.tier, priceId: r.priceId } : null };
+    return { recorded: r.sessionId ? { ...r, sessionId: r.sessionId } : null };
   }
 
   /** Records the new session and ends the claim; false when the claim was lost meanwhile (its lease ran out). */
@@ -56,7 +60,16 @@ export class OpenCheckoutsRepository {
       .getRepository(OpenCheckout)
       .update(
         { organisationId, claim },
-        { sessionId: session.sessionId, url: session.url, tier: session.tier, priceId: session.priceId, claim: null, claimedAt: null },
+        {
+          sessionId: session.sessionId,
+          url: session.url,
+          tier: session.tier,
+          priceId: session.priceId,
+          seats: session.seats,
+          trialDays: session.trialDays,
+          claim: null,
+          claimedAt: null,
+        },
       );
     return affected === 1;
   }

@@ -44,6 +44,15 @@ export interface CreateCheckoutInput {
   customerId?: string;
   successUrl: string;
   cancelUrl: string;
+  /** The line item's quantity: the seats of a per-seat tier, else 1. */
+  quantity: number;
+  /** Days of trial (`subscription_data[trial_period_days]`); 0: none. */
+  trialDays: number;
+  /** A trial without a card: `payment_method_collection=if_required`, cancelled at its end without one. */
+  trialWithoutPaymentMethod: boolean;
+  allowPromotionCodes: boolean;
+  /** Automatic tax and tax id collection (and the existing customer's address and name kept up to date). */
+  automaticTax: boolean;
 }
 
 /** One item of a subscription: a price of the provider's and how many of it (seats). */

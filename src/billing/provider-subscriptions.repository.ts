@@ -305,6 +305,11 @@ export class ProviderSubscriptionsRepository {
     return rows.length === 1;
   }
 
+  /** Whether the organisation has had any subscription, in any status, deleted ones included. */
+  everHad(m: EntityManager, organisationId: string): Promise<boolean> {
+    return m.getRepository(ProviderSubscription).existsBy({ organisationId });
+  }
+
   /** The organisation's latest subscription in a billing status (its live one), if any. */
   async live(m: EntityManager, organisationId: string): Promise<LiveSubscription | undefined> {
     const row = await m.getRepository(ProviderSubscription).findOne({

@@ -156,6 +156,11 @@ export class ProviderSubscriptions {
     return this.repository.live(manager, organisationId);
   }
 
+  /** Whether the organisation ever had a subscription, as far as this service knows (one trial per organisation). */
+  everHad(organisationId: string, manager: EntityManager): Promise<boolean> {
+    return this.repository.everHad(manager, organisationId);
+  }
+
   /** The organisation's subscription that still bills, if any (for checkout: one at a time). */
   billingSubscriptionOf(organisationId: string, manager: EntityManager): Promise<{ id: string; status: string } | undefined> {
     return this.repository.latestBilling(manager, organisationId);

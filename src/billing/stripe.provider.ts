@@ -109,13 +109,27 @@ export class StripePaymentProvider extends PaymentProvider {
     if (!priceId) throw new PaymentProviderError('rejected', `no price id for tier ${input.tier}`);
     return this.call('checkout_session.create', async () => {
       const metadata = { organisation_id: input.organisationId, tier: input.tier };
+      const trial = input.trialDays > 0;
       const s = await this.stripe.checkout.sessions.create({
         mode: 'subscription',
-        line_items: [{ price: priceId, quantity: 1 }],
+        line_items: [{ price: priceId, quantity: input.quantity }],
         client_reference_id: input.organisationId,
         customer: input.customerId,
         metadata,
-        subscription_data: { metadata },
+        subscription_data: {
+          metadata,
+          ...(trial ? { trial_period_days: input.trialDays } : {}),
+          ...(trial && input.trialWithoutPaymentMethod ? { trial_settings: { end_behavior: { missing_payment_method: 'cancel' } } } : {}),
+        },
+        ...(trial && input.trialWithoutPaymentMethod ? { payment_method_collection: 'if_required' } : {}),
+        ...(input.allowPromotionCodes ? { allow_promotion_codes: true } : {}),
+        ...(input.automaticTax
+          ? {
+              automatic_tax: { enabled: true },
+              tax_id_collection: { enabled: true },
+              ...(input.customerId ? { customer_update: { address: 'auto', name: 'auto' } } : {}),
+            }
+          : {}),
         success_url: input.successUrl,
         cancel_url: input.cancelUrl,
       });

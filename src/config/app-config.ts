@@ -58,6 +58,8 @@ export class AppConfig {
   readonly providerMaxRps: number;
   /** Requests reaching the provider one user may make per minute (PAYPROVIDER_USER_MAX_PER_MINUTE). */
   readonly providerUserMaxPerMinute: number;
+  /** Checkout (spec §11.3): TRIAL_REQUIRE_PAYMENT_METHOD, PAYPROVIDER_ALLOW_PROMOTION_CODES, PAYPROVIDER_AUTOMATIC_TAX. */
+  readonly checkout: { trialRequiresPaymentMethod: boolean; allowPromotionCodes: boolean; automaticTax: boolean };
   /** Tier name → its provider price ids, from PAYPROVIDER_PRICE_<TIER> (comma-separated; the first is sold). */
   readonly providerPrices: Record<string, string[]>;
   /** Metric → the provider's meter event name its accepted usage is reported under (PAYPROVIDER_METER_<METRIC>, spec §13). */
@@ -132,6 +134,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
     providerTimeoutMs: dto.PAYPROVIDER_TIMEOUT_MS,
     providerMaxRps: dto.PAYPROVIDER_MAX_RPS ?? (/^[sr]k_live_/.test(dto.PAYPROVIDER_SECRET_KEY ?? '') ? 50 : 12),
     providerUserMaxPerMinute: dto.PAYPROVIDER_USER_MAX_PER_MINUTE,
+    checkout: {
+      trialRequiresPaymentMethod: dto.TRIAL_REQUIRE_PAYMENT_METHOD,
+      allowPromotionCodes: dto.PAYPROVIDER_ALLOW_PROMOTION_CODES,
+      automaticTax: dto.PAYPROVIDER_AUTOMATIC_TAX,
+    },
     providerPrices: providerPrices(given, tiers),
     providerMeters: providerMeters(given, dto),
     meterFlushS: dto.METER_FLUSH_S,

@@ -96,6 +96,17 @@ export class EnvDto {
   @Int(1, 100_000)
   PAYPROVIDER_USER_MAX_PER_MINUTE: number = 30;
 
+  // Checkout (spec §11.3): a trial needs a card unless false (then it is cancelled at its end without one);
+  // promotion codes; the provider's automatic tax.
+  @Bool()
+  TRIAL_REQUIRE_PAYMENT_METHOD: boolean = true;
+
+  @Bool()
+  PAYPROVIDER_ALLOW_PROMOTION_CODES: boolean = false;
+
+  @Bool()
+  PAYPROVIDER_AUTOMATIC_TAX: boolean = false;
+
   // Provider meters (spec §13): the meter event name a metric's accepted usage is reported under. Unset: not
   // reported. The provider takes event names of at most 100 characters.
   @MeterEventName()

@@ -1,6 +1,7 @@
 // Plans, checkout, portal, checkout sessions, history, the provider through its SDK, return pages.
 // Grouped so that the app's modules load once for all of them (see jest.config.js).
 import '../billing-checkout.e2e-spec';
+import '../billing-checkout-plans.e2e-spec';
 import '../billing-portal.e2e-spec';
 import '../billing-session.e2e-spec';
 import '../billing-history.e2e-spec';

@@ -1499,6 +1499,17 @@ export interface components {
              */
             tier: "free" | "pro" | "team" | "enterprise";
             /**
+             * @description The tier's price with this interval; default: its first listed price
+             * @example month
+             * @enum {string}
+             */
+            interval?: "month" | "year";
+            /**
+             * @description Only for a per-seat tier, at most its max; default: the organisation's member count (at least 1)
+             * @example 5
+             */
+            seats?: number;
+            /**
              * @description Absolute URL under APP_URL; default APP_URL/billing/success?session_id={CHECKOUT_SESSION_ID}
              * @example http://localhost:3000/billing/success?session_id={CHECKOUT_SESSION_ID}
              */
@@ -1514,6 +1525,11 @@ export interface components {
             session_id: string;
             /** @example https://checkout.stripe.com/c/pay/cs_test_a1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY */
             url: string;
+            /**
+             * @description Days of trial this checkout gives; 0 when none
+             * @example 14
+             */
+            trial_days: number;
         };
         HistoryEntry: {
             /** @example in_1MtHbELkdIwHu7ixl4OzzPMv */

@@ -91,9 +91,9 @@ export class SandboxPaymentProvider extends PaymentProvider {
       const s = await this.store.createCheckout({
         tier: input.tier,
         interval: (input.priceId && parseSandboxPriceId(input.priceId)?.interval) || 'month',
-        quantity: 1,
-        trialDays: 0,
-        paymentMethodCollection: 'always',
+        quantity: input.quantity,
+        trialDays: input.trialDays,
+        paymentMethodCollection: input.trialWithoutPaymentMethod ? 'if_required' : 'always',
         metadata: { organisation_id: input.organisationId, tier: input.tier },
         clientReferenceId: input.organisationId,
         customerId: input.customerId,
