@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
+import { FakeProvider, fakeProviderEnv, startFakeProvider, validate } from './support/fake-provider';
 import { SPEC_PLAN_EXAMPLE } from './support/plan-examples';
 import { subscriptionEvent, subscriptionObject } from './support/provider-events';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
@@ -151,5 +151,16 @@ describe('POST /api/billing/checkout: plans, seats and trials', () => {
       expect(body.payment_method_collection).toBeUndefined();
       expect((body.subscription_data as Record<string, unknown>).trial_period_days).toBeUndefined();
     });
+  });
+
+  it("the strict double refuses these parameters where the provider would (its API description's types)", () => {
+    const op = 'POST /v1/checkout/sessions';
+    expect(validate(op, { payment_method_collection: 'if_required', allow_promotion_codes: 'true' })).toBeUndefined();
+    expect(validate(op, { payment_method_collection: 'sometimes' })?.[0]).toBe(400);
+    expect(validate(op, { allow_promotion_codes: 'yes' })?.[0]).toBe(400);
+    expect(validate(op, { automatic_tax: { enabled: 'true', mode: 'x' } })?.[0]).toBe(400);
+    expect(validate(op, { customer_update: { address: 'always' } })?.[0]).toBe(400);
+    expect(validate(op, { subscription_data: { trial_settings: { end_behavior: { missing_payment_method: 'keep' } } } })?.[0]).toBe(400);
+    expect(validate(op, { subscription_data: { trial_period_days: 'fourteen' } })?.[0]).toBe(400);
   });
 });
