@@ -17,7 +17,7 @@ async function main(out) {
   // (the default one, or TIERS_FILE's when set: a team with its own table generates its client with it).
   const config = Object.assign(new AppConfig(), loadConfig({ DATABASE_URL: 'postgres://unused@127.0.0.1:1/unused', PAYPROVIDER_WEBHOOK_SECRET: 'unused', TIERS_FILE: process.env.TIERS_FILE }));
   const app = await NestFactory.create(AppModule.forRoot(config), { preview: true, logger: false });
-  const document = buildOpenApiDocument(app, Object.keys(config.tiers));
+  const document = buildOpenApiDocument(app, config.tiers);
   await app.close();
   writeFileSync(out, `${JSON.stringify(document, null, 2)}\n`);
 }

@@ -41,7 +41,7 @@ export async function createApp(config: AppConfig, logger: Logger = createLogger
   app.use(jsonBodyLimits([WEBHOOK_ROUTE]));
   hardenHttpServer(app.getHttpServer(), { requestTimeoutS: config.requestTimeoutS, logger });
   // Built once here, from the controllers' decorators; served as is on every request.
-  serveOpenApi(app, buildOpenApiDocument(app, Object.keys(config.tiers)));
+  serveOpenApi(app, buildOpenApiDocument(app, config.tiers));
   return app;
 }
 

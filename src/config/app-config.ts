@@ -227,7 +227,7 @@ function providerMeters(given: Record<string, string>, dto: EnvDto): Partial<Rec
   const variable = (metric: MeteredMetric) => `PAYPROVIDER_METER_${metric.toUpperCase() as Uppercase<MeteredMetric>}` as const;
   const known: string[] = METERED_METRICS.map(variable);
   const stray = Object.keys(given).find((name) => name.startsWith('PAYPROVIDER_METER_') && !known.includes(name));
-  if (stray) throw new ConfigError(`${stray}: only the metrics that back-ends report can be metered (${known.join(', ')})`);
+  if (stray) throw new ConfigError(`${stray}: only projects and ai_tokens can be metered (${known.join(', ')})`);
   const meters: Partial<Record<MeteredMetric, string>> = {};
   for (const metric of METERED_METRICS) {
     const eventName = dto[variable(metric)];

@@ -56,6 +56,19 @@ export function overagesOf(plan: TierPlan): Record<string, Overage> {
   return Object.fromEntries(Object.entries(plan.metrics).map(([metric, rule]) => [metric, rule.overage]));
 }
 
+/**
+ * The metrics trusted back-ends report through the usage API (spec §7, §11.1): every metric of the table but
+ * `users`, which is counted from memberships. The three's `projects` and `ai_tokens` first, then the further ones.
+ */
+export function reportedMetrics(tiers: TierTable): string[] {
+  return tableMetrics(tiers).filter((metric) => metric !== 'users');
+}
+
+/** Every metric of the table: the three, then the further metrics (every tier lists them all, in order). */
+export function tableMetrics(tiers: TierTable): string[] {
+  return Object.keys(tiers[FREE_TIER].metrics);
+}
+
 /** The tiers that can be bought, in table order. */
 export function paidTiers(tiers: TierTable): string[] {
   return Object.keys(tiers).filter((tier) => tier !== FREE_TIER);
@@ -77,8 +90,8 @@ export function loadTiersFile(path: string): TierTable {
 }
 
 const TIER_NAME = /^[a-z][a-z0-9-]{0,31}$/;
-/** Feature and further-metric names. */
-const NAME = /^[a-z][a-z0-9_]{0,63}$/;
+/** The names of features and further metrics (spec §11.1): an entitlement is either. */
+export const ENTITLEMENT_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 const NAME_RULE = 'lower-case letters, digits or _, starting with a letter, at most 64 characters';
 // Limits are stored in bigint columns, but must stay exact in a JS number.
 const MAX_LIMIT = Number.MAX_SAFE_INTEGER;
@@ -168,7 +181,7 @@ function parseFurtherMetrics(value: unknown, fieldError: FieldError): Record<str
   if (!isPlainObject(value)) throw fieldError('metrics', 'must be an object of metric name → limit');
   return Object.fromEntries(
     Object.entries(value).map(([metric, rule]) => {
-      if (!NAME.test(metric)) throw fieldError(`metrics.${metric}`, `is not a metric name: ${NAME_RULE}`);
+      if (!ENTITLEMENT_NAME.test(metric)) throw fieldError(`metrics.${metric}`, `is not a metric name: ${NAME_RULE}`);
       if ((METRICS as readonly string[]).includes(metric)) {
         throw fieldError(`metrics.${metric}`, "is one of the three metrics: give it at the tier's top level");
       }
@@ -181,7 +194,7 @@ function parseFeatures(value: unknown, fieldError: FieldError): Record<string, b
   if (value === undefined) return {};
   if (!isPlainObject(value)) throw fieldError('features', 'must be an object of feature name → true or false');
   for (const [feature, on] of Object.entries(value)) {
-    if (!NAME.test(feature)) throw fieldError(`features.${feature}`, `is not a feature name: ${NAME_RULE}`);
+    if (!ENTITLEMENT_NAME.test(feature)) throw fieldError(`features.${feature}`, `is not a feature name: ${NAME_RULE}`);
     if (typeof on !== 'boolean') throw fieldError(`features.${feature}`, 'must be true or false');
   }
   return value as Record<string, boolean>;

@@ -4,7 +4,6 @@ import {
   ArrayMaxSize,
   ArrayMinSize,
   IsArray,
-  IsIn,
   IsInt,
   IsObject,
   IsOptional,
@@ -18,7 +17,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { QueryInt } from '../common/query-int.decorator';
-import { METERED_METRICS, MeteredMetric, Metric, METRICS } from '../config/tiers';
+import { METERED_METRICS, ENTITLEMENT_NAME, METRICS } from '../config/tiers';
 
 // Larger reports are bugs on the reporting side, not usage.
 export const MAX_AMOUNT = 1_000_000_000_000;
@@ -31,15 +30,19 @@ export class OrganisationQuery {
 }
 
 export class CheckQuery extends OrganisationQuery {
-  @ApiPropertyOptional({ enum: METRICS, description: 'The metric form: would `amount` more fit? Give metric or feature, not both.' })
+  @ApiPropertyOptional({
+    enum: METRICS,
+    description: 'The metric form: would `amount` more fit? A metric of the tier table. Give metric or feature, not both.',
+  })
   @ValidateIf((q: CheckQuery) => q.feature === undefined)
-  @IsIn(METRICS)
-  metric?: Metric;
+  @IsString()
+  @Matches(ENTITLEMENT_NAME, { message: 'metric must be a metric name (lower-case letters, digits or _)' })
+  metric?: string;
 
   @ApiPropertyOptional({ example: 'sso', description: 'The feature form: is this feature of the tier table in force?' })
   @IsOptional()
   @IsString()
-  @Matches(/^[a-z][a-z0-9_]{0,63}$/, { message: 'feature must be a feature name (lower-case letters, digits or _)' })
+  @Matches(ENTITLEMENT_NAME, { message: 'feature must be a feature name (lower-case letters, digits or _)' })
   feature?: string;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_AMOUNT, default: 1, description: 'The metric form only' })
@@ -53,9 +56,10 @@ export class UsageReportBody {
   @IsUUID()
   organisation_id: string;
 
-  @ApiProperty({ enum: METERED_METRICS, example: 'ai_tokens' })
-  @IsIn(METERED_METRICS)
-  metric: MeteredMetric;
+  @ApiProperty({ enum: METERED_METRICS, example: 'ai_tokens', description: 'projects, ai_tokens, or a further metric of the tier table' })
+  @IsString()
+  @Matches(ENTITLEMENT_NAME, { message: 'metric must be a metric name (lower-case letters, digits or _)' })
+  metric: string;
 
   @ApiProperty({
     type: 'integer',
@@ -106,7 +110,7 @@ export class LicenseStatusResponse {
 const OVERAGE = 'max(used - limit, 0): present for a metric whose overage policy is `bill` (accepted past its limit, spec §13), absent for `block`';
 
 export class UsageResponse extends MetricUsage {
-  @ApiProperty({ enum: METERED_METRICS }) metric: MeteredMetric;
+  @ApiProperty({ enum: METERED_METRICS }) metric: string;
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: OVERAGE }) overage?: number;
 }
 

@@ -1,8 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { notAMember, unauthenticated } from '../common/app-exception';
+import { AppException, notAMember, unauthenticated } from '../common/app-exception';
+import { AppConfig } from '../config/app-config';
 import type { QueryCaller } from '../common/route-auth.decorators';
-import { Metric } from '../config/tiers';
+import { Metric, tableMetrics } from '../config/tiers';
 import { organisationNotFound } from '../identity/identity.service';
 import { MemberLimit, MemberLimitPolicy } from '../identity/member-limit.port';
 import { LicensingRepository, LicenseStatusRow } from './licensing.repository';
@@ -25,10 +26,16 @@ export interface CheckResult {
 export class LicensingService implements MemberLimitPolicy {
   private readonly logger = new Logger(LicensingService.name);
 
+  /** The metrics of the tier table, which the check's metric form may name. */
+  private readonly metrics: readonly string[];
+
   constructor(
     private readonly licenses: LicensingRepository,
     private readonly usage: UsageRepository,
-  ) {}
+    config: AppConfig,
+  ) {
+    this.metrics = tableMetrics(config.tiers);
+  }
 
   /** `userId` null: a service-key caller (404 for an unknown organisation); else members only (403). */
   async status(organisationId: string, userId: string | null, manager?: EntityManager): Promise<LicenseStatus> {
@@ -74,7 +81,10 @@ export class LicensingService implements MemberLimitPolicy {
   }
 
   /** Would a report of `amount` more of `metric` be accepted now (it fits, or the metric is billed past its limit)? */
-  async check(organisationId: string, userId: string | null, metric: Metric, amount: number): Promise<CheckResult> {
+  async check(organisationId: string, userId: string | null, metric: string, amount: number): Promise<CheckResult> {
+    if (!this.metrics.includes(metric)) {
+      throw new AppException('validation_failed', `metric must be one of the following values: ${this.metrics.join(', ')}`);
+    }
     const row = await this.usage.check(organisationId, userId, metric, amount);
     if (!row) throw userId ? notAMember() : organisationNotFound(organisationId);
     const { used, limit, allowed } = row;

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { validateSync } from 'class-validator';
 import { toErrorBody } from '../common/error.filter';
 import { UsageBatchEvent, UsageBatchResult, UsageReportBody } from './licensing.dto';
-import { checkAmount, LimitExceeded, UsageEvent, UsageOutcome, UsageService } from './usage.service';
+import { checkEvent, LimitExceeded, UsageEvent, UsageOutcome, UsageService } from './usage.service';
 
 /**
  * Bulk usage (spec §13): the well-formed events go through the single report's statement together
@@ -15,7 +15,7 @@ export class UsageBatchService {
   constructor(private readonly usage: UsageService) {}
 
   async record(events: UsageBatchEvent[]): Promise<UsageBatchResult[]> {
-    const checked = events.map(toEvent);
+    const checked = events.map((event) => toEvent(event, this.usage.metrics));
     const valid = checked.filter((c): c is UsageEvent => 'organisationId' in c);
     const outcomes = (await this.usage.apply(valid)).values();
     return checked.map((c) => ('organisationId' in c ? toResult(outcomes.next().value!) : c));
@@ -27,17 +27,17 @@ export class UsageBatchService {
  * Synchronous, on a plain copy (the batch step measured ~25 against ~55–85 µs per event through
  * plainToInstance and the asynchronous validate).
  */
-function toEvent(event: UsageBatchEvent): UsageEvent | UsageBatchResult {
+function toEvent(event: UsageBatchEvent, metrics: readonly string[]): UsageEvent | UsageBatchResult {
   const errors = validateSync(Object.assign(new UsageReportBody(), event), { forbidUnknownValues: true });
   if (errors.length) return refused(400, 'validation_failed');
   const report: UsageEvent = {
     organisationId: event.organisation_id,
-    metric: event.metric as UsageEvent['metric'],
+    metric: event.metric,
     amount: event.amount,
     idempotencyKey: event.idempotency_key,
   };
   try {
-    checkAmount(report);
+    checkEvent(report, metrics);
   } catch (err) {
     return refused(400, toErrorBody(err).code);
   }

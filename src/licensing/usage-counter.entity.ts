@@ -2,12 +2,12 @@ import { Check, Column, Entity, ForeignKey, PrimaryColumn, UpdateDateColumn } fr
 import { Organisation } from '../identity/organisation.entity';
 
 /**
- * One usage counter per (organisation, metric, period): `projects` is a gauge kept in the row with
- * period_start 0; `ai_tokens` gets a new row per billing period (its start, Unix seconds), so a new period
+ * One usage counter per (organisation, metric, period): `projects` (like every further metric of the tier
+ * table) is a gauge kept in the row with period_start 0; `ai_tokens` gets a new row per billing period (its start, Unix seconds), so a new period
  * starts at 0 while older periods stay as history. Written with plain SQL by the UsageService.
  */
 @Entity('usage_counters')
-@Check('usage_counters_metric_check', `metric IN ('projects', 'ai_tokens')`)
+@Check('usage_counters_metric_check', `metric ~ '^[a-z][a-z0-9_]{0,63}$' AND metric <> 'users'`)
 @Check('usage_counters_period_start_check', `period_start >= 0`)
 @Check('usage_counters_used_check', `used >= 0`)
 export class UsageCounter {
@@ -16,7 +16,8 @@ export class UsageCounter {
   organisationId: string;
 
   @PrimaryColumn('text', { primaryKeyConstraintName: 'usage_counters_pkey' })
-  metric: 'projects' | 'ai_tokens';
+  /** projects, ai_tokens, or a further metric of the tier table. */
+  metric: string;
 
   /** 0 for a gauge; else the billing period's start (Unix seconds). */
   @PrimaryColumn('bigint', { name: 'period_start', primaryKeyConstraintName: 'usage_counters_pkey' })

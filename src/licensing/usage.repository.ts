@@ -3,7 +3,6 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { meterWindowSql } from '../billing/meters/meters.repository';
 import { AppConfig } from '../config/app-config';
-import { MeteredMetric, Metric } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
 import { accessSql } from '../identity/access.sql';
 import { NotificationsService } from '../notifications/notifications.service';
@@ -192,7 +191,8 @@ const CHECK_SQL = `
 
 export interface UsageEvent {
   organisationId: string;
-  metric: MeteredMetric;
+  /** A metric back-ends report: projects, ai_tokens or a further metric of the tier table (see checkEvent). */
+  metric: string;
   amount: number;
   idempotencyKey?: string;
 }
@@ -213,7 +213,7 @@ export interface AppliedRow {
 
 /** The answer of a single report (spec §7, §13), as stored with its idempotency key. */
 export interface UsageAnswer {
-  metric: MeteredMetric;
+  metric: string;
   used: number;
   limit: number;
   at_capacity: boolean;
@@ -258,7 +258,7 @@ export class UsageRepository {
   }
 
   /** Undefined when the caller may not read the organisation (see LicensingRepository.status). */
-  async check(organisationId: string, userId: string | null, metric: Metric, amount: number): Promise<CheckRow | undefined> {
+  async check(organisationId: string, userId: string | null, metric: string, amount: number): Promise<CheckRow | undefined> {
     const values = CHECK.values({ ...licenseStateValues(this.config, organisationId), user: userId, metric, amount });
     const [row] = await preparedQuery<CheckRow>(this.db, CHECK_SQL, values);
     return row;

@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppException } from '../common/app-exception';
+import { AppConfig } from '../config/app-config';
+import { reportedMetrics } from '../config/tiers';
 import { transaction } from '../database/transaction';
 import { organisationNotFound } from '../identity/identity.service';
 import { AppliedRow, UsageAnswer, UsageEvent, UsageRepository } from './usage.repository';
@@ -35,15 +37,20 @@ interface Waiting {
 @Injectable()
 export class UsageService {
   private readonly waiting = new Map<string, Waiting[]>();
+  /** The metrics of the tier table that reports may name. */
+  readonly metrics: readonly string[];
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly usage: UsageRepository,
-  ) {}
+    config: AppConfig,
+  ) {
+    this.metrics = reportedMetrics(config.tiers);
+  }
 
-  /** A single report: its answer, or throws what a refused one answers (402, 404, 409). */
+  /** A single report: its answer, or throws what a refused one answers (400, 402, 404, 409). */
   async record(event: UsageEvent): Promise<UsageAnswer> {
-    checkAmount(event);
+    checkEvent(event, this.metrics);
     const outcome = await new Promise<UsageOutcome>((resolve, reject) => {
       const queue = this.waiting.get(event.organisationId);
       if (queue) queue.push({ event, resolve, reject });
@@ -118,8 +125,15 @@ export class UsageService {
   }
 }
 
-/** ai_tokens only grow (spec §7); the statement is never asked to apply a negative amount of them. */
-export function checkAmount(event: UsageEvent): void {
+/**
+ * The values a report's shape does not settle: its metric is one the tier table lets back-ends report (the
+ * three's `projects` and `ai_tokens`, and the table's further metrics, spec §11.1), and ai_tokens only grow
+ * (spec §7), so the statement is never asked to apply a negative amount of them.
+ */
+export function checkEvent(event: UsageEvent, metrics: readonly string[]): void {
+  if (!metrics.includes(event.metric)) {
+    throw new AppException('validation_failed', `metric must be one of the following values: ${metrics.join(', ')}`);
+  }
   if (event.metric === 'ai_tokens' && event.amount < 0) {
     throw new AppException('negative_amount', 'ai_tokens usage can only grow; amount must be positive.');
   }

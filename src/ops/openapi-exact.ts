@@ -20,6 +20,8 @@ export interface ExactOptions {
   databaseRoutes: (path: string) => boolean;
   /** The tier table's names, in order: every `tier` field is one of them. */
   tiers: string[];
+  /** The tier table's metrics, in order: the check's `metric` is one of them, every other `metric` field one but `users`. */
+  metrics: string[];
   /** Routes whose body is not held to JSON by the HTTP layer (no 415: they answer for their bodies themselves). */
   rawBodyRoutes: string[];
 }
@@ -39,11 +41,12 @@ export function exactDocument(document: OpenAPIObject, opts: ExactOptions): Open
   doc.components.headers = { ...doc.components.headers, 'X-Request-Id': REQUEST_ID_HEADER };
   for (const schema of Object.values<Json>(doc.components.schemas ?? {})) {
     toNullTypes(schema);
-    refineFields(schema, opts.tiers);
+    refineFields(schema, opts);
   }
   for (const [path, operations] of Object.entries<Json>(doc.paths)) {
     for (const operation of Object.values<Json>(operations)) {
       operation.security ??= [];
+      for (const parameter of operation.parameters ?? []) if (parameter.name === 'metric') parameter.schema.enum = [...opts.metrics];
       if (operation.requestBody) closeBody(doc, operation.requestBody);
       const bodyStatuses = opts.rawBodyRoutes.includes(path) ? BODY_STATUSES.filter((status) => status !== '415') : BODY_STATUSES;
       const shared = [...TRANSPORT_STATUSES, ...(operation.requestBody ? bodyStatuses : [])];
@@ -80,13 +83,15 @@ function toNullTypes(schema: Json): void {
 
 /**
  * Every number this API carries is an integer (money in minor units, Unix seconds, counts: spec §Conventions),
- * so `number` becomes `integer`; and a `tier` is a name of the running tier table.
+ * so `number` becomes `integer`; a `tier` is a name of the running tier table, and a `metric` (of a report, its
+ * answer or a notification) one of its metrics that back-ends report, further metrics included.
  */
-function refineFields(schema: Json, tiers: string[]): void {
+function refineFields(schema: Json, { tiers, metrics }: Pick<ExactOptions, 'tiers' | 'metrics'>): void {
   for (const [name, field] of Object.entries<Json>(schema.properties ?? {})) {
     if (field.type === 'number') field.type = 'integer';
     if (Array.isArray(field.type) && field.type.includes('number')) field.type = field.type.map((t: string) => (t === 'number' ? 'integer' : t));
     if (name === 'tier' && !field.enum) field.enum = Array.isArray(field.type) && field.type.includes('null') ? [...tiers, null] : [...tiers];
+    if (name === 'metric') field.enum = metrics.filter((metric) => metric !== 'users');
   }
 }
 

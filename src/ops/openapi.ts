@@ -6,13 +6,14 @@ import { ErrorResponse, SECURITY } from '../common/api-docs';
 import { JWKS_ROUTE } from '../licensing/well-known.controller';
 import { NOTIFICATION_WEBHOOKS } from '../notifications/notification.dto';
 import { WEBHOOK_ROUTE } from '../webhook/webhook.controller';
+import { TierTable, tableMetrics } from '../config/tiers';
 import { exactDocument } from './openapi-exact';
 
 export const DOCS_PATH = '/api/docs';
 export const DOCS_JSON_PATH = '/api/docs-json';
 
 /** Builds the OpenAPI document from the controllers' decorators. Called once, at start. */
-export function buildOpenApiDocument(app: INestApplication, tiers: string[]): OpenAPIObject {
+export function buildOpenApiDocument(app: INestApplication, tiers: TierTable): OpenAPIObject {
   const config = new DocumentBuilder()
     .setTitle('Subscription billing and licensing service')
     .setDescription(
@@ -54,7 +55,10 @@ export function buildOpenApiDocument(app: INestApplication, tiers: string[]): Op
   if (revoke) revoke.oneOf = ['token', 'user_id'].map((name) => ({ required: [name], properties: { [name]: revoke.properties[name] } }));
   // /metrics is open while METRICS_TOKEN is unset: its token is optional in the document too.
   for (const operation of Object.values(document.paths['/metrics'] ?? {})) operation.security?.push({});
-  return exactDocument(document, { databaseRoutes: (path) => path !== '/metrics' && path !== JWKS_ROUTE, tiers, rawBodyRoutes: [WEBHOOK_ROUTE] });
+  return exactDocument(document, { databaseRoutes: (path) => path !== '/metrics' && path !== JWKS_ROUTE,
+    tiers: Object.keys(tiers),
+    metrics: tableMetrics(tiers),
+    rawBodyRoutes: [WEBHOOK_ROUTE] });
 }
 
 /** The notifications (spec §10) as OpenAPI `webhooks`: what a web app's endpoint receives, and how it is signed. */

@@ -8,6 +8,7 @@ import '../overrides.e2e-spec';
 import '../licensing-cli.e2e-spec';
 import '../usage.e2e-spec';
 import '../usage-batch.e2e-spec';
+import '../usage-further-metrics.e2e-spec';
 import '../usage-overage.e2e-spec';
 import '../usage-hot.e2e-spec';
 import '../hot-statement-plans.e2e-spec';

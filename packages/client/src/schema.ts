@@ -1082,6 +1082,7 @@ export interface components {
              */
             organisation_id: string;
             /**
+             * @description projects, ai_tokens, or a further metric of the tier table
              * @example ai_tokens
              * @enum {string}
              */
@@ -1765,8 +1766,11 @@ export interface components {
             is_expired: boolean;
             /** @description Grows by one with every change of the organisation: drop a message older than one applied */
             version: number;
-            /** @example projects */
-            metric: string;
+            /**
+             * @example projects
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
             used: number;
             limit: number;
             /** @description true when the metric reached its limit, false when it went back under it */
@@ -3402,7 +3406,7 @@ export interface operations {
             query: {
                 /** @description Organisation to report on */
                 organisation_id: string;
-                /** @description The metric form: would `amount` more fit? Give metric or feature, not both. */
+                /** @description The metric form: would `amount` more fit? A metric of the tier table. Give metric or feature, not both. */
                 metric?: "projects" | "ai_tokens" | "users";
                 /** @description The feature form: is this feature of the tier table in force? */
                 feature?: string;
