@@ -171,7 +171,7 @@ export class UsageBatchBody {
 
 /** What a single report of the event would have answered: its status, and the counter when it reached one. */
 export class UsageBatchResult {
-  @ApiProperty({ type: 'integer', example: 200, description: '200, or the status a single report would get (400, 402, 404, 409; 5xx: not applied)' })
+  @ApiProperty({ type: 'integer', enum: [200, 400, 402, 404, 409], example: 200, description: '200, or the status a single report would get (a failure of the database answers the whole batch 5xx, nothing applied)' })
   status: number;
 
   @ApiProperty({ type: 'integer', nullable: true, description: 'The counter after the event (200) or that refused it (402); else null' })
@@ -186,7 +186,11 @@ export class UsageBatchResult {
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: `${OVERAGE} (200, 402)` })
   overage?: number;
 
-  @ApiPropertyOptional({ description: "The error code a single report would get (absent on 200)", example: 'limit_exceeded' })
+  @ApiPropertyOptional({
+    enum: ['validation_failed', 'negative_amount', 'limit_exceeded', 'organisation_not_found', 'idempotency_key_reused'],
+    description: 'The error code a single report would get (absent on 200)',
+    example: 'limit_exceeded',
+  })
   code?: string;
 }
 

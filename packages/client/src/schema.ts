@@ -1152,10 +1152,11 @@ export interface components {
         };
         UsageBatchResult: {
             /**
-             * @description 200, or the status a single report would get (400, 402, 404, 409; 5xx: not applied)
+             * @description 200, or the status a single report would get (a failure of the database answers the whole batch 5xx, nothing applied)
              * @example 200
+             * @enum {integer}
              */
-            status: number;
+            status: 200 | 400 | 402 | 404 | 409;
             /** @description The counter after the event (200) or that refused it (402); else null */
             used: number | null;
             /** @description The limit in force (200, 402); else null */
@@ -1167,8 +1168,9 @@ export interface components {
             /**
              * @description The error code a single report would get (absent on 200)
              * @example limit_exceeded
+             * @enum {string}
              */
-            code?: string;
+            code?: "validation_failed" | "negative_amount" | "limit_exceeded" | "organisation_not_found" | "idempotency_key_reused";
         };
         UsageBatchResponse: {
             /** @description One per event, in order */
