@@ -5,7 +5,7 @@ import type { LiveSubscription } from './provider-subscriptions.service';
 /** Billing intervals a change may name (spec §11.3, 11.4). */
 export const INTERVALS = ['month', 'year'] as const;
 /** No tier sells more seats than this (a per-seat tier's own `max` is checked by the service). */
-const MAX_SEATS = 1_000_000;
+export const MAX_SEATS = 1_000_000;
 /** Unix seconds; far enough for any period (year 2100). */
 const MAX_TIMESTAMP = 4_102_444_800;
 
