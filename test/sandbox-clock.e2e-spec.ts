@@ -31,7 +31,7 @@ describe('sandbox test clock and subscription changes', () => {
   beforeAll(async () => {
     const tiersFile = join(mkdtempSync(join(tmpdir(), 'sandbox-tiers-')), 'tiers.json');
     writeFileSync(tiersFile, JSON.stringify(TIERS));
-    t = await startTestApp({ env: { APP_URL: APP, TIERS_FILE: tiersFile } });
+    t = await startTestApp({ env: { APP_URL: APP, TIERS_FILE: tiersFile, TRIAL_REQUIRE_PAYMENT_METHOD: 'false' } });
     webhookUrl = `${t.baseUrl}/api/webhooks/payprovider`;
   });
   afterAll(() => t.close());
@@ -172,6 +172,23 @@ describe('sandbox test clock and subscription changes', () => {
     expect(res.json.events.map((e: { type: string }) => e.type)).toEqual(['customer.subscription.trial_will_end', 'customer.subscription.deleted']);
     expect(res.json.status).toBe('canceled');
     expect(await invoices(subId)).toHaveLength(1); // the trial's own, nothing charged
+    expect((await license(owner, orgId)).license).toEqual({ tier: 'free', is_active: true, is_expired: false });
+  });
+
+  it("the service's checkout (yearly, 2 seats, its trial, a card optional) is what the sandbox's page sells", async () => {
+    const { orgId, owner } = await ownerOfNewOrg();
+    await createUserWithSession(t, { org: orgId, role: 'member' });
+    const res = await t.http().post('/api/billing/checkout').set(owner.auth).send({ organisation_id: orgId, tier: 'team', interval: 'year', seats: 2 }).expect(201);
+    expect(res.body.trial_days).toBe(14);
+    const path = new URL(res.body.url).pathname;
+    const page = (await t.http().get(path).expect(200)).text;
+    expect(page).toContain('<dt>Plan</dt><dd>2 × team (yearly)</dd>');
+    expect(page).toMatch(/<dt>Trial<\/dt><dd>14 days free, until \d{4}-\d\d-\d\d; then €1,980\.00 per year \(2 seats\)<\/dd>/);
+    expect(page).toContain('<button type="submit" class="plain">Start trial without a card</button>');
+    await t.http().post(`${path}/start-trial`).type('form').send({ interval: 'year', seats: '2' }).expect(303);
+    expect(await subscriptionRead(owner, orgId)).toMatchObject({ tier: 'team', status: 'trialing', interval: 'year', seats: 2 });
+    const res2 = await advance(orgId, 14);
+    expect(res2.json.events.map((e: { type: string }) => e.type)).toEqual(['customer.subscription.trial_will_end', 'customer.subscription.deleted']);
     expect((await license(owner, orgId)).license).toEqual({ tier: 'free', is_active: true, is_expired: false });
   });
 
