@@ -50,6 +50,17 @@ describe('billing: the subscription and its changes (spec §11.4) against the st
       expect(fake.requests).toEqual([]);
     });
 
+    it('answers trial_end while trialing only (the provider keeps it on the subscription after the trial)', async () => {
+      const s = await subscribed(t, fake, { price: 'team_month', seats: 3 });
+      const trialEnd = Math.floor(Date.now() / 1000) + 5 * DAY;
+      const setTrial = (status: string, end: number) =>
+        t.db.query(`UPDATE provider_subscriptions SET status = $2, trial_end = $3 WHERE subscription_id = $1`, [s.subscriptionId, status, end]);
+      await setTrial('trialing', trialEnd);
+      expect((await read(s.owner, s.org.id).expect(200)).body.subscription).toMatchObject({ status: 'trialing', trial_end: trialEnd });
+      await setTrial('active', trialEnd - 30 * DAY);
+      expect((await read(s.owner, s.org.id).expect(200)).body.subscription).toMatchObject({ status: 'active', trial_end: null });
+    });
+
     it('answers null without a live subscription; 403 with one body for a stranger and an unknown organisation', async () => {
       const org = await createOrganisation(t);
       const owner = await createUserWithSession(t, { org: org.id, role: 'owner' });

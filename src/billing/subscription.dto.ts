@@ -89,7 +89,8 @@ export function subscriptionView(live: LiveSubscription): SubscriptionView {
     seats: live.seats,
     current_period_end: live.periodEnd,
     cancel_at_period_end: live.cancelAtPeriodEnd,
-    trial_end: live.trialEnd,
+    // The provider keeps a subscription's trial_end after the trial; spec §11.4 answers it only while trialing.
+    trial_end: live.status === 'trialing' ? live.trialEnd : null,
     pending_change: live.pendingChange,
   };
 }
