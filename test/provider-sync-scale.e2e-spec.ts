@@ -88,9 +88,10 @@ async function seed(fake: FakeProvider, pg: Client, a: Account): Promise<Seeded>
     customers,
   ]);
   await pg.query(
+    // As the events applied would have stored them: one seat of the monthly price (subscriptionObject's defaults).
     `INSERT INTO provider_subscriptions (subscription_id, organisation_id, customer_id, tier, status, current_period_start,
-       current_period_end, last_event_created, last_event_rank)
-     SELECT s, o, c, 'pro', 'active', p, p + 30 * 86400, p, 2 FROM unnest($1::text[], $2::uuid[], $3::text[], $4::bigint[]) AS x(s, o, c, p)`,
+       current_period_end, last_event_created, last_event_rank, seats, interval, cancel_at_period_end, trial_end)
+     SELECT s, o, c, 'pro', 'active', p, p + 30 * 86400, p, 2, 1, 'month', false, NULL FROM unnest($1::text[], $2::uuid[], $3::text[], $4::bigint[]) AS x(s, o, c, p)`,
     [subs, orgs, customers, periods],
   );
   await pg.query(
