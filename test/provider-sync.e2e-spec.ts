@@ -196,12 +196,15 @@ describe('reconciliation with the provider', () => {
     const a = await startTestApp({ env: { ...env(), PROVIDER_SYNC_INTERVAL_S: '3600' } });
     const b = await startTestApp({ databaseUrl: a.databaseUrl, env: { ...env(), PROVIDER_SYNC_INTERVAL_S: '3600' } });
     try {
-      // a's run hangs on the provider (300 ms × 3 attempts), holding the lease meanwhile.
+      // a's run is held at the provider until both other ticks have been refused (so no timing decides it),
+      // then hangs there (300 ms × 3 attempts) and fails, holding the lease throughout.
       fake.failNext(3, 'hang');
+      fake.hold('/v1/');
       const first = a.app.get(ProviderSyncSchedule).tick();
-      await waitFor('the provider to be asked', () => fake.requests.length > 0, 2_000);
+      await waitFor('the provider to be asked', () => fake.held() > 0, 2_000);
       expect(await b.app.get(ProviderSyncSchedule).tick()).toBe('skipped');
       expect(await a.app.get(ProviderSyncSchedule).tick()).toBe('skipped');
+      fake.release();
       expect(await first).toBe('ran');
       // a's run failed (logged, not thrown) and released the lease: the next tick of either instance runs.
       expect(await b.app.get(ProviderSyncSchedule).tick()).toBe('ran');
