@@ -1,20 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 import { METERED_METRICS } from '../../config/tiers';
-import { MetersRepository } from './meters.repository';
+import { MeterSummaryRow, MetersRepository } from './meters.repository';
 
 /** One line of `usage:meters`: amounts in the metric's units, for the organisation's current period. */
-export interface MeterReportLine {
+export interface MeterReportLine extends MeterSummaryRow {
   organisation_id: string;
-  metric: string;
-  /** The counter: what was accepted in the period (a gauge such as projects: its value now). */
-  used: number;
-  /** In windows the provider has. */
-  reported: number;
-  /** In windows still open or waiting for delivery. */
-  pending: number;
-  /** In windows the provider refused for good. */
-  failed: number;
 }
 
 /** What `usage:meters` shows (spec §13): per organisation and metered metric, used against reported. */

@@ -161,11 +161,16 @@ export interface ClaimedWindow {
   attempts: number;
 }
 
+/** One organisation's metered metric in its current period, in the metric's units. */
 export interface MeterSummaryRow {
   metric: string;
+  /** The counter: what was accepted in the period (a gauge such as projects: its value now). */
   used: number;
+  /** In windows the provider has. */
   reported: number;
+  /** In windows still open or waiting for delivery. */
   pending: number;
+  /** In windows the provider refused for good. */
   failed: number;
 }
 
