@@ -153,7 +153,7 @@ describe('reconciliation with the provider', () => {
     expect(summary.subscriptions_corrected).toBe(1);
     expect((await licenseOf(t, org)).tier).toBe('free');
     const lists = fake.requests.filter((r) => r.path === '/v1/subscriptions');
-    expect(lists.map((r) => r.query)).toEqual([{ status: 'all', limit: '100' }]);
+    expect(lists.map((r) => r.query)).toEqual([{ status: 'all', limit: '100', expand: ['data.schedule'] }]);
     expect(fake.requests.filter((r) => r.path === `/v1/subscriptions/${sub.id}`)).toEqual([]);
   });
 

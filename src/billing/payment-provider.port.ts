@@ -167,7 +167,8 @@ export abstract class PaymentProvider {
   /**
    * One page of the account's subscriptions in every status, canceled ones too (the provider's list leaves
    * those out unless asked), newest first, after the subscription `startingAfter`; in the shape of
-   * `retrieveSubscription`.
+   * `retrieveSubscription`, but with each one's `schedule` expanded: the schedule object (the shape of
+   * `retrieveSchedule`), or null when it has none. The reconciliation compares pending changes at no extra request.
    */
   abstract listSubscriptions(query: { startingAfter?: string }): Promise<ProviderPage<Record<string, any>>>;
 
@@ -192,6 +193,12 @@ export abstract class PaymentProvider {
    * `subscription_schedule.*` event carries as `data.object`).
    */
   abstract scheduleItemChange(subscriptionId: string, change: { scheduleId: string | null; next: PlanItem }): Promise<Record<string, any>>;
+
+  /**
+   * The subscription schedule as the provider has it now (what a `subscription_schedule.*` event carries as
+   * `data.object`). Throws PaymentProviderError('not_found') for an id it does not know.
+   */
+  abstract retrieveSchedule(scheduleId: string): Promise<Record<string, any>>;
 
   /** Releases a schedule: the subscription stays as it is now. Answers the released schedule. */
   abstract releaseSchedule(scheduleId: string): Promise<Record<string, any>>;

@@ -1,5 +1,5 @@
 import type { PendingChange } from './provider-subscription.entity';
-import { idOf, secondsOf } from './provider-event';
+import { idOf, isObject, secondsOf } from './provider-event';
 
 /**
  * What a provider subscription object says of itself, besides its tier (spec §5, §11.5): read the same way
@@ -82,4 +82,27 @@ export function scheduleState(
   if (!attached || !next) return { scheduleId, attached, pendingChange: null };
   const plan = next.priceId ? planOfPrice(next.priceId) : undefined;
   return { scheduleId, attached, pendingChange: { tier: plan?.tier ?? null, interval: plan?.interval ?? null, seats: next.quantity, effective_at: next.startsAt } };
+}
+
+/** What a schedule holds for its subscription, as stored with the subscription: nulls when none holds it. */
+export interface HeldSchedule {
+  scheduleId: string | null;
+  pendingChange: PendingChange | null;
+}
+
+/**
+ * What a subscription object with its `schedule` expanded (the reconciliation's list) says its schedule holds
+ * for it: nothing (`schedule` null, or a schedule that let go of it), else the schedule's id and the change of
+ * its next phase (scheduleState, as the schedule events store it). Undefined when the object only names its
+ * schedule or does not say: nothing to compare then.
+ */
+export function heldSchedule(
+  sub: Record<string, any>,
+  planOfPrice: (priceId: string) => { tier: string; interval: string | null } | undefined,
+): HeldSchedule | undefined {
+  if (!('schedule' in sub)) return undefined;
+  if (sub.schedule === null) return { scheduleId: null, pendingChange: null };
+  if (!isObject(sub.schedule) || !idOf(sub.schedule.id)) return undefined;
+  const state = scheduleState(scheduleFacts(sub.schedule), planOfPrice);
+  return state.attached ? { scheduleId: state.scheduleId, pendingChange: state.pendingChange } : { scheduleId: null, pendingChange: null };
 }

@@ -2,9 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { EntityManager, In, IsNull, MoreThan } from 'typeorm';
 import { preparedQuery } from '../database/prepared';
 import { PendingChange, ProviderSubscription } from './provider-subscription.entity';
-import { SubscriptionFacts } from './provider-subscription-facts';
+import { HeldSchedule, SubscriptionFacts } from './provider-subscription-facts';
 
-export type { PendingChange };
+export type { HeldSchedule, PendingChange };
 
 /**
  * Every query of provider_subscriptions: the only file with SQL for it. Each method runs in the caller's
@@ -56,6 +56,7 @@ export interface StoredSubscription {
   organisationId: string;
   customerId: string | null;
   state: DriftState;
+  schedule: HeldSchedule;
 }
 
 /** One applied event's values; `deleted` marks a `customer.subscription.deleted`. */
@@ -200,11 +201,17 @@ function driftState(row: ProviderSubscription): DriftState {
   };
 }
 
-function stored(row: ProviderSubscription): StoredSubscription {
-  return { id: row.subscriptionId, organisationId: row.organisationId, customerId: row.customerId, state: driftState(row) };
+const SCHEDULE_COLUMNS = { scheduleId: true, pendingChange: true } as const;
+
+function storedSchedule(row: ProviderSubscription): HeldSchedule {
+  return { scheduleId: row.scheduleId, pendingChange: row.pendingChange };
 }
 
-const STORED_COLUMNS = { subscriptionId: true, organisationId: true, customerId: true, ...DRIFT_COLUMNS } as const;
+function stored(row: ProviderSubscription): StoredSubscription {
+  return { id: row.subscriptionId, organisationId: row.organisationId, customerId: row.customerId, state: driftState(row), schedule: storedSchedule(row) };
+}
+
+const STORED_COLUMNS = { subscriptionId: true, organisationId: true, customerId: true, ...DRIFT_COLUMNS, ...SCHEDULE_COLUMNS } as const;
 
 @Injectable()
 export class ProviderSubscriptionsRepository {
@@ -258,14 +265,17 @@ export class ProviderSubscriptionsRepository {
     return rows.map(stored);
   }
 
-  /** A subscription not deleted, with its grace start: what a correction starts from. */
-  async findForCorrection(m: EntityManager, subscriptionId: string): Promise<{ state: DriftState; pastDueSince: number | null } | undefined> {
+  /** A subscription not deleted, with its grace start and its schedule: what a correction starts from. */
+  async findForCorrection(
+    m: EntityManager,
+    subscriptionId: string,
+  ): Promise<{ state: DriftState; pastDueSince: number | null; schedule: HeldSchedule } | undefined> {
     const row = await m.getRepository(ProviderSubscription).findOne({
-      select: { ...DRIFT_COLUMNS, pastDueSince: true },
+      select: { ...DRIFT_COLUMNS, ...SCHEDULE_COLUMNS, pastDueSince: true },
       where: { subscriptionId, deletedEventCreated: IsNull() },
     });
     if (!row) return undefined;
-    return { state: driftState(row), pastDueSince: row.pastDueSince };
+    return { state: driftState(row), pastDueSince: row.pastDueSince, schedule: storedSchedule(row) };
   }
 
   /** Writes a corrected state; a `canceled` one is deleted for good. */

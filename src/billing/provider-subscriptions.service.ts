@@ -3,6 +3,7 @@ import { EntityManager } from 'typeorm';
 import { SubscriptionFacts } from './provider-subscription-facts';
 import {
   DriftState,
+  HeldSchedule,
   KnownSubscription,
   LiveSubscription,
   PendingChange,
@@ -11,7 +12,7 @@ import {
 } from './provider-subscriptions.repository';
 
 // Other modules see the subscriptions through this service: its rows' types are part of it.
-export type { DriftState, KnownSubscription, LiveSubscription, PendingChange, StoredSubscription };
+export type { DriftState, HeldSchedule, KnownSubscription, LiveSubscription, PendingChange, StoredSubscription };
 
 /** What a subscription event (or a subscription fetched from the provider) says about its subscription. */
 export interface SubscriptionChange extends SubscriptionFacts {
@@ -42,6 +43,17 @@ export function drifted(stored: DriftState, now: ProviderState): DriftState | un
   };
   return JSON.stringify(stored) === JSON.stringify(after) ? undefined : after;
 }
+
+/** Whether a stored schedule and pending change differ from what the provider says (`now`). */
+export function scheduleDrifted(stored: HeldSchedule, now: HeldSchedule): boolean {
+  const [a, b] = [stored.pendingChange, now.pendingChange];
+  // Field by field: a stored pending change comes back from jsonb with its keys in another order.
+  const samePending = a === null || b === null ? a === b : a.tier === b.tier && a.interval === b.interval && a.seats === b.seats && a.effective_at === b.effective_at;
+  return stored.scheduleId !== now.scheduleId || !samePending;
+}
+
+/** The rank of a schedule event that ends a schedule (updated 1 < released, canceled, completed 2). */
+const SCHEDULE_ENDED_RANK = 2;
 
 export type ApplyResult =
   | { outcome: 'applied' }
@@ -135,6 +147,34 @@ export class ProviderSubscriptions {
     const pastDueSince = after.status !== 'past_due' ? null : before.status === 'past_due' ? (row.pastDueSince ?? asOf) : asOf;
     await this.repository.writeCorrection(manager, subscriptionId, after, now.tier === undefined ? null : (now.tierSource ?? null), pastDueSince, asOf);
     return { before, after };
+  }
+
+  /**
+   * Brings a subscription's schedule and pending change to what the provider says now (`now`: the
+   * reconciliation found them drifted, spec §9), as `correct` does the rest: applied as the newest schedule
+   * event, of `asOf` (now) with the rank of an ending one, so a schedule event as old or older arriving later is
+   * stale. Answers the schedule before and after when something changed, else undefined. The caller holds the
+   * subscription's lock.
+   */
+  async correctSchedule(
+    manager: EntityManager,
+    subscriptionId: string,
+    now: HeldSchedule,
+    asOf: number,
+  ): Promise<{ before: HeldSchedule; after: HeldSchedule } | undefined> {
+    const row = await this.repository.findForCorrection(manager, subscriptionId);
+    if (!row || !scheduleDrifted(row.schedule, now)) return undefined;
+    const before = row.schedule;
+    // A schedule that holds the subscription becomes its own, with its pending change; none lets go of the stored one.
+    const schedule =
+      now.scheduleId !== null
+        ? { scheduleId: now.scheduleId, attached: true, pendingChange: now.pendingChange }
+        : before.scheduleId !== null
+          ? { scheduleId: before.scheduleId, attached: false, pendingChange: null }
+          : undefined;
+    if (!schedule) return undefined;
+    const applied = await this.repository.writeSchedule(manager, subscriptionId, schedule, { created: asOf, rank: SCHEDULE_ENDED_RANK, force: true });
+    return applied ? { before, after: now } : undefined;
   }
 
   /**

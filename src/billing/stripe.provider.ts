@@ -171,7 +171,13 @@ export class StripePaymentProvider extends PaymentProvider {
 
   listSubscriptions(query: { startingAfter?: string }): Promise<ProviderPage<Record<string, any>>> {
     return this.call('subscription.list', async () => {
-      const page = await this.stripe.subscriptions.list({ status: 'all', limit: PROVIDER_PAGE_SIZE, starting_after: query.startingAfter });
+      const page = await this.stripe.subscriptions.list({
+        status: 'all',
+        limit: PROVIDER_PAGE_SIZE,
+        starting_after: query.startingAfter,
+        // The schedule holds a pending change (spec §11.4): expanded, it costs no request of its own.
+        expand: ['data.schedule'],
+      });
       return { data: page.data as unknown as Record<string, any>[], hasMore: page.has_more };
     });
   }
@@ -231,6 +237,10 @@ export class StripePaymentProvider extends PaymentProvider {
         }),
       ),
     );
+  }
+
+  retrieveSchedule(scheduleId: string): Promise<Record<string, any>> {
+    return this.call('subscription_schedule.retrieve', async () => plain(await this.stripe.subscriptionSchedules.retrieve(scheduleId)));
   }
 
   releaseSchedule(scheduleId: string): Promise<Record<string, any>> {

@@ -2,8 +2,10 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { PaymentProvider, PaymentProviderError, PROVIDER_PAGE_SIZE } from '../billing/payment-provider.port';
-import { subscriptionFacts } from '../billing/provider-subscription-facts';
-import { drifted, ProviderState, ProviderSubscriptions, StoredSubscription } from '../billing/provider-subscriptions.service';
+import { PriceCatalog } from '../billing/price-catalog';
+import { idOf } from '../billing/provider-event';
+import { heldSchedule, subscriptionFacts } from '../billing/provider-subscription-facts';
+import { drifted, ProviderState, ProviderSubscriptions, scheduleDrifted, StoredSubscription } from '../billing/provider-subscriptions.service';
 import { RequestPace, withRequestPace } from '../billing/request-pace';
 import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
@@ -36,9 +38,10 @@ export const EVENT_RETENTION_DAYS = 30;
  *     the ids the ledger has; then the spill is applied oldest first, a page at a time, through the same
  *     dispatcher as a webhook (ledger source `sync`), whose claim makes a webhook of the same event at the
  *     same moment one effect.
- *  2. Every page of the provider's subscriptions (all statuses) is compared with the stored ones of its
- *     page; those that drifted (tier, status, period) are corrected. A stored one the list did not show
- *     is fetched alone.
+ *  2. Every page of the provider's subscriptions (all statuses, each with its schedule expanded: no request
+ *     of its own) is compared with the stored ones of its page; those that drifted (tier, status, period,
+ *     seats, interval, cancel_at_period_end, trial_end; schedule and pending change) are corrected. A stored
+ *     one the list did not show is fetched alone (with its schedule, when it names one).
  * Every provider request of the run, however deep, keeps to PROVIDER_SYNC_MAX_RPS (RequestPace). Running
  * it again changes nothing. What cannot be applied (a 404, no tier of ours, a conflict) is logged and left;
  * a provider that cannot be reached (after the SDK's retries) stops the run with what was applied kept, and
@@ -57,6 +60,7 @@ export class ProviderSync {
     private readonly notifications: NotificationsService,
     private readonly spill: SyncSpillRepository,
     private readonly runs: ProviderSyncRunsRepository,
+    private readonly catalog: PriceCatalog,
   ) {}
 
   /**
@@ -145,39 +149,64 @@ export class ProviderSync {
     return { subscriptions_checked: checked, subscriptions_corrected: corrected };
   }
 
-  /** A stored subscription the provider's list did not show; undefined (logged) when the provider does not know it. */
+  /**
+   * A stored subscription the provider's list did not show, with its schedule as the list expands it (fetched
+   * too when it names one); undefined (logged) when the provider does not know it. A schedule the provider does
+   * not know leaves the subscription's schedule uncompared.
+   */
   private async fetchAlone(subscriptionId: string): Promise<Record<string, any> | undefined> {
+    let subscription: Record<string, any>;
     try {
-      return await this.provider.retrieveSubscription(subscriptionId);
+      subscription = await this.provider.retrieveSubscription(subscriptionId);
     } catch (err) {
       if (!cannotBeApplied(err)) throw err;
       this.logger.warn({ msg: 'the provider does not know this subscription; left as it is', subscriptionId });
       return undefined;
     }
+    const scheduleId = typeof subscription.schedule === 'string' ? idOf(subscription.schedule) : undefined;
+    if (!scheduleId) return subscription;
+    try {
+      return { ...subscription, schedule: await this.provider.retrieveSchedule(scheduleId) };
+    } catch (err) {
+      if (!cannotBeApplied(err)) throw err;
+      this.logger.warn({ msg: "the provider does not know this subscription's schedule; its pending change is left as it is", subscriptionId, scheduleId });
+      const { schedule: _, ...withoutSchedule } = subscription;
+      return withoutSchedule;
+    }
   }
 
-  /** Corrects a stored subscription where it drifted from the provider's; true when it did. */
+  /**
+   * Corrects a stored subscription where it drifted from the provider's (`current`); true when it did. Its
+   * schedule and pending change are corrected in the same transaction; they shape no license, so only a
+   * correction of the rest may notify one.
+   */
   private async correct(stored: StoredSubscription, current: Record<string, any>): Promise<boolean> {
     const now = providerState(current, this.config);
     if ('error' in now) {
       this.logger.warn({ msg: "the provider's subscription has no tier of ours; left as it is", subscriptionId: stored.id, reason: now.error });
       return false;
     }
+    const schedule = heldSchedule(current, (priceId) => this.catalog.planOfPrice(priceId));
     // Most pages hold no drift: compared here without a transaction, then again under the lock.
-    if (!drifted(stored.state, now)) return false;
+    const scheduleDrift = schedule !== undefined && scheduleDrifted(stored.schedule, schedule);
+    if (!drifted(stored.state, now) && !scheduleDrift) return false;
     // Under the subscription's advisory lock, like its webhook events: a delivery of one cannot interleave.
     const change = await transaction(this.db, async (manager) => {
       await lockProviderIds(manager, [stored.customerId ?? undefined, stored.id]);
-      const corrected = await this.subscriptions.correct(manager, stored.id, now, Math.floor(Date.now() / 1000));
+      const asOf = nowSeconds();
+      const corrected = await this.subscriptions.correct(manager, stored.id, now, asOf);
       // Notified like any change, in the transaction of the correction.
       if (corrected) await this.notifications.licenseMayHaveChanged(manager, stored.organisationId);
-      return corrected;
+      const scheduleCorrected = scheduleDrift ? await this.subscriptions.correctSchedule(manager, stored.id, schedule, asOf) : undefined;
+      return corrected || scheduleCorrected ? { ...corrected, ...(scheduleCorrected && { schedule: scheduleCorrected }) } : undefined;
     });
     if (!change) return false;
     this.logger.warn({ msg: 'subscription corrected to what the provider says', subscriptionId: stored.id, organisationId: stored.organisationId, ...change });
     return true;
   }
 }
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /** What the provider's subscription object says of what the reconciliation compares. A canceled one needs no tier of ours. */
 function providerState(current: Record<string, any>, config: AppConfig): ProviderState | { error: string } {

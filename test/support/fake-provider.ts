@@ -20,7 +20,8 @@ import { signatureHeader, WEBHOOK_PATH } from './webhook-signing';
  *   GET  /v1/subscriptions/:id          → a stored subscription (see `addSubscription`), else 404
  *   GET  /v1/prices/:id                 → a stored price (see `addPrice`), else 404 resource_missing
  *   GET  /v1/subscriptions              → stored subscriptions, `status` (`all`, `ended`, one status; none: all but
- *                                         canceled ones, as the provider), `customer`
+ *                                         canceled ones, as the provider), `customer`, `expand[]=data.schedule` (each
+ *                                         one's schedule as the object of `schedules`, as the provider expands it)
  *   GET  /v1/events                     → stored events (see `addEvent`) and those it sent, `types[]`, `type`,
  *                                         `created[gte|gt|lte|lt]`
  *   subscription changes, invoice previews and subscription schedules: see fake-subscription-changes.ts
@@ -272,7 +273,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     }
     const subscription = /^\/v1\/subscriptions\/([^/]+)$/.exec(req.path);
     if (req.method === 'GET' && subscription) {
-      const invalid = validate('GET /v1/subscriptions/{subscription_exposed_id}', req.query);
+      const invalid = validate('GET /v1/subscriptions/{subscription_exposed_id}', req.query) ?? unsupportedExpansion(req.query, []);
       if (invalid) return invalid;
       const found = subscriptions.get(decodeURIComponent(subscription[1]));
       if (found) return [200, found];
@@ -287,17 +288,24 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       return [404, missing('price', decodeURIComponent(price[1]), 'price')];
     }
     if (req.method === 'GET' && req.path === '/v1/subscriptions') {
-      const invalid = validate('GET /v1/subscriptions', req.query) ?? unsupported(req.query, ['status', 'customer', ...LIST_PARAMS]);
+      const invalid =
+        validate('GET /v1/subscriptions', req.query) ?? unsupported(req.query, ['status', 'customer', ...LIST_PARAMS]) ?? unsupportedExpansion(req.query, ['data.schedule']);
       if (invalid) return invalid;
-      const q = req.query as { status?: string; customer?: string };
+      const q = req.query as { status?: string; customer?: string; expand?: string[] };
       const shown = (s: Record<string, any>) =>
         q.status === 'all' ||
         (q.status === undefined ? s.status !== 'canceled' : q.status === 'ended' ? ['canceled', 'incomplete_expired'].includes(s.status) : s.status === q.status);
       const listed = listing(req, () => [...subscriptions.values()].filter((s) => shown(s) && (q.customer === undefined || s.customer === q.customer)));
-      return listPage(listed, req, 'subscription');
+      const page = listPage(listed, req, 'subscription');
+      if (!q.expand?.includes('data.schedule') || page[0] !== 200) return page;
+      // An expanded schedule is the schedule object; a subscription without one keeps its null.
+      const list = page[1] as { data: Record<string, any>[] };
+      const expanded = (s: Record<string, any>) => (typeof s.schedule === 'string' && schedules.has(s.schedule) ? { ...s, schedule: schedules.get(s.schedule) } : s);
+      return [200, { ...list, data: list.data.map(expanded) }];
     }
     if (req.method === 'GET' && req.path === '/v1/events') {
-      const invalid = validate('GET /v1/events', req.query) ?? unsupported(req.query, ['types', 'type', 'created', ...LIST_PARAMS]);
+      const invalid =
+        validate('GET /v1/events', req.query) ?? unsupported(req.query, ['types', 'type', 'created', ...LIST_PARAMS]) ?? unsupportedExpansion(req.query, []);
       if (invalid) return invalid;
       const q = req.query as { types?: string[]; type?: string; created?: Partial<Record<'gt' | 'gte' | 'lt' | 'lte', string>> };
       const c = q.created ?? {};
@@ -563,6 +571,13 @@ const LIST_PARAMS = ['limit', 'starting_after', 'ending_before', 'expand'];
 export function unsupported(params: Record<string, unknown>, implemented: string[]): [number, unknown] | undefined {
   const name = Object.keys(params).find((p) => !implemented.includes(p));
   return name === undefined ? undefined : [400, stripeError({ type: 'invalid_request_error', param: name, message: `The test double does not implement ${name}` })];
+}
+
+/** An `expand[]` this double does not carry out (`implemented`: those it does): refused, never silently ignored. */
+function unsupportedExpansion(params: Record<string, unknown>, implemented: string[]): [number, unknown] | undefined {
+  const asked = params.expand === undefined ? [] : Array.isArray(params.expand) ? (params.expand as unknown[]) : [params.expand];
+  const other = asked.find((e) => typeof e !== 'string' || !implemented.includes(e));
+  return other === undefined ? undefined : [400, stripeError({ type: 'invalid_request_error', param: 'expand', message: `The test double does not implement expand[]=${String(other)}` })];
 }
 
 /** The provider's list order: newest first, by `created`, then the later stored first. */

@@ -173,6 +173,14 @@ export class SandboxPaymentProvider extends PaymentProvider {
     });
   }
 
+  retrieveSchedule(scheduleId: string): Promise<Record<string, any>> {
+    return this.call('subscription_schedules.retrieve', async () => {
+      const schedule = await this.store.findSchedule(scheduleId);
+      if (!schedule) throw new PaymentProviderError('not_found', `No such subscription schedule: '${scheduleId}'`);
+      return scheduleObject(schedule);
+    });
+  }
+
   releaseSchedule(scheduleId: string): Promise<Record<string, any>> {
     return this.call('subscription_schedules.release', async () => {
       // Its events go with the subscription's others, in one order.

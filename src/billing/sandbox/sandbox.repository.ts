@@ -129,6 +129,11 @@ export class SandboxRepository {
     return m.getRepository(SandboxSchedule).findOneBy({ id });
   }
 
+  /** The schedules of these ids (a page of subscriptions' own, for `expand[]=data.schedule`). */
+  findSchedules(ids: string[]): Promise<SandboxSchedule[]> {
+    return ids.length ? this.db.getRepository(SandboxSchedule).findBy({ id: In(ids) }) : Promise.resolve([]);
+  }
+
   async updateSchedule(m: EntityManager, id: string, change: Partial<Pick<SandboxSchedule, 'status' | 'releasedAt' | 'next'>>): Promise<void> {
     await m.getRepository(SandboxSchedule).update({ id }, change);
   }

@@ -13,6 +13,7 @@ import {
   randomId,
   SANDBOX_CURRENCY,
   SandboxPlan,
+  scheduleObject,
   subscriptionObject,
   SubscriptionState,
   unitAmount,
@@ -187,9 +188,18 @@ export class SandboxStore {
     return this.sandbox.listEvents(types, createdGte, startingAfter, limit);
   }
 
-  /** A page of every subscription as the provider's `GET /v1/subscriptions?status=all` lists them. */
+  /**
+   * A page of every subscription as the provider's `GET /v1/subscriptions?status=all&expand[]=data.schedule`
+   * lists them: each one's schedule is the schedule object (one query for the page), or null.
+   */
   async listSubscriptions(startingAfter: string | undefined, limit: number): Promise<Record<string, any>[]> {
-    return (await this.sandbox.listSubscriptions(startingAfter, limit)).map((row) => subscriptionObject(toState(row)));
+    const rows = await this.sandbox.listSubscriptions(startingAfter, limit);
+    const scheduleIds = rows.flatMap((row) => (row.scheduleId ? [row.scheduleId] : []));
+    const schedules = new Map((await this.sandbox.findSchedules(scheduleIds)).map((s) => [s.id, scheduleObject(s)]));
+    return rows.map((row) => {
+      const subscription = subscriptionObject(toState(row));
+      return row.scheduleId && schedules.has(row.scheduleId) ? { ...subscription, schedule: schedules.get(row.scheduleId) } : subscription;
+    });
   }
 
   async findInvoice(id: string): Promise<SandboxInvoice | undefined> {
