@@ -3,8 +3,9 @@ import { join, relative } from 'node:path';
 
 // test/support/spec-groups.js is Jest's filter (jest.config.js): plain CommonJS.
 const filter = require('./support/spec-groups') as {
-  (paths: string[]): Promise<{ filtered: string[] }>;
+  (paths: string[], env?: Record<string, string>, log?: (line: string) => void): Promise<{ filtered: string[] }>;
   GROUPS_DIR: string;
+  LONG_GROUP: string;
   importedSpecs(groupPath: string): string[];
 };
 
@@ -32,14 +33,29 @@ describe('end-to-end spec groups (npm test runs e2e specs through test/groups/*)
   it('the filter: everything matched runs the groups; a spec named alone runs alone; each test once', async () => {
     const unit = join(TEST_DIR, 'config.spec.ts');
     const all = [...groups, ...e2eSpecs, unit];
-    expect((await filter(all)).filtered.sort()).toEqual([...groups, unit].sort());
+    expect((await filter(all, { TEST_ALL: '1' })).filtered.sort()).toEqual([...groups, unit].sort());
     const usage = join(TEST_DIR, 'usage.e2e-spec.ts');
-    expect((await filter([usage])).filtered).toEqual([usage]);
+    expect((await filter([usage], {})).filtered).toEqual([usage]);
     // `npx jest webhook`: the webhook group, and the matched webhook spec that another group holds (the CLI's).
     const webhookGroup = join(filter.GROUPS_DIR, 'webhook.e2e-spec.ts');
     const webhookSpecs = e2eSpecs.filter((path) => name(path).startsWith('webhook'));
-    const run = (await filter([webhookGroup, ...webhookSpecs])).filtered;
+    const run = (await filter([webhookGroup, ...webhookSpecs], {})).filtered;
     expect(run[0]).toBe(webhookGroup);
     expect(run.slice(1).map(name)).toEqual(webhookSpecs.filter((path) => !filter.importedSpecs(webhookGroup).includes(path)).map(name));
+  });
+
+  it('npm test (every group matched) leaves out the long-running group and its specs, and says so; TEST_ALL or naming it runs it', async () => {
+    const unit = join(TEST_DIR, 'config.spec.ts');
+    const all = [...groups, ...e2eSpecs, unit];
+    const long = [filter.LONG_GROUP, ...filter.importedSpecs(filter.LONG_GROUP)];
+    const lines: string[] = [];
+    const quick = (await filter(all, {}, (line) => lines.push(line))).filtered;
+    expect(quick.sort()).toEqual([...groups.filter((g) => g !== filter.LONG_GROUP), unit].sort());
+    expect(quick.filter((path) => long.includes(path))).toEqual([]);
+    expect(lines).toEqual([expect.stringContaining('npm run test:all')]);
+    expect((await filter(all, { TEST_ALL: '1' }, (line) => lines.push(line))).filtered).toContain(filter.LONG_GROUP);
+    expect((await filter([filter.LONG_GROUP], {}, (line) => lines.push(line))).filtered).toEqual([filter.LONG_GROUP]);
+    expect((await filter([long[1]], {}, (line) => lines.push(line))).filtered).toEqual([long[1]]);
+    expect(lines).toHaveLength(1);
   });
 });

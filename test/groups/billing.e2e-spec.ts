@@ -1,4 +1,5 @@
-// Plans, checkout, portal, checkout sessions, history, the provider through its SDK, return pages.
+// Plans, checkout, portal, checkout sessions, history, the provider through its SDK, return pages, subscription
+// changes (provider meters are in billing-meters.e2e-spec.ts).
 // Grouped so that the app's modules load once for all of them (see jest.config.js).
 import '../billing-checkout.e2e-spec';
 import '../billing-checkout-plans.e2e-spec';
@@ -10,8 +11,6 @@ import '../billing-provider-budget.e2e-spec';
 import '../billing-one-checkout.e2e-spec';
 import '../billing-return-pages.e2e-spec';
 import '../billing-plans.e2e-spec';
-import '../billing-meters.e2e-spec';
 import '../billing-subscription.e2e-spec';
 import '../billing-subscription-concurrency.e2e-spec';
 import '../billing-subscription-sandbox.e2e-spec';
-import '../billing-meters-delivery.e2e-spec';

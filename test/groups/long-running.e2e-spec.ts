@@ -1,9 +1,11 @@
-// The specs that mostly wait on the wall clock or on child processes: the database cut across graphile's
-// minutely cron, reconciliation at scale through the real CLI, SIGKILL and restart, the migration lock's
-// timeout, graceful shutdown. Their own group, which test/support/test-sequencer.js starts first, so that
-// they wait while the other groups use the cores (see jest.config.js).
+// The specs that wait on the wall clock or on child processes, or work at scale: the database cut across
+// graphile's minutely cron, reconciliation at scale through the real CLI, SIGKILL and restart, the migration
+// lock's timeout, graceful shutdown, the console's pages over 100,000 organisations. `npm test` leaves them
+// out (test/support/spec-groups.js); `npm run test:all` (CI) runs them, this group first
+// (test/support/test-sequencer.js), so that its waits overlap the other groups' work.
 import '../resilience-database.e2e-spec';
 import '../provider-sync-scale.e2e-spec';
 import '../webhook-sigkill.e2e-spec';
 import '../migration-lock.e2e-spec';
 import '../ops-shutdown.e2e-spec';
+import '../console-scale.e2e-spec';

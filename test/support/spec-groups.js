@@ -3,11 +3,17 @@
 // group. Of the files a command matched, a spec that a matched group imports is left to that group:
 // `npm test` (everything matched) runs the groups, `npx jest test/usage.e2e-spec.ts` runs that file alone, and
 // `npx jest webhook` runs the webhook group plus any matched webhook spec of another group.
+//
+// The long-running group (test/groups/long-running.e2e-spec.ts: specs that wait on the wall clock, child
+// processes or data at scale, about 2.5 minutes) is left out of a run that matched every group (`npm test`)
+// unless TEST_ALL is set (`npm run test:all`, which CI runs). Named on its own it runs: `npx jest long-running`,
+// or one of its specs by path.
 // Plain CommonJS: Jest requires this file as it is, before any transform.
-const { readFileSync } = require('node:fs');
-const { dirname, resolve } = require('node:path');
+const { readFileSync, readdirSync } = require('node:fs');
+const { dirname, join, resolve } = require('node:path');
 
 const GROUPS_DIR = resolve(__dirname, '..', 'groups');
+const LONG_GROUP = join(GROUPS_DIR, 'long-running.e2e-spec.ts');
 
 const isGroup = (path) => dirname(path) === GROUPS_DIR;
 
@@ -17,11 +23,26 @@ function importedSpecs(groupPath) {
   return [...source.matchAll(/^import\s+'(\.{1,2}\/[^']+\.e2e-spec)';/gm)].map((m) => resolve(dirname(groupPath), `${m[1]}.ts`));
 }
 
-async function filter(testPaths) {
-  const inMatchedGroups = new Set(testPaths.filter(isGroup).flatMap(importedSpecs));
-  return { filtered: testPaths.filter((path) => !inMatchedGroups.has(path)) };
+/** Whether the long-running group is left out of a run that matched `testPaths`. */
+function leavesOutLong(testPaths, env = process.env) {
+  if (env.TEST_ALL) return false;
+  const groups = readdirSync(GROUPS_DIR).map((name) => join(GROUPS_DIR, name));
+  return groups.every((group) => testPaths.includes(group));
+}
+
+/** Jest calls it with the matched paths; the tests pass their own environment and log. */
+async function filter(testPaths, env = process.env, log = (line) => process.stderr.write(`${line}\n`)) {
+  let paths = testPaths;
+  if (leavesOutLong(testPaths, env)) {
+    const long = new Set([LONG_GROUP, ...importedSpecs(LONG_GROUP)]);
+    paths = paths.filter((path) => !long.has(path));
+    log('Left out: the long-running specs (test/groups/long-running.e2e-spec.ts); `npm run test:all` runs them too.');
+  }
+  const inMatchedGroups = new Set(paths.filter(isGroup).flatMap(importedSpecs));
+  return { filtered: paths.filter((path) => !inMatchedGroups.has(path)) };
 }
 
 module.exports = filter;
 module.exports.GROUPS_DIR = GROUPS_DIR;
+module.exports.LONG_GROUP = LONG_GROUP;
 module.exports.importedSpecs = importedSpecs;
