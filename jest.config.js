@@ -10,8 +10,9 @@ module.exports = {
   filter: '<rootDir>/test/support/spec-groups.js',
   testSequencer: '<rootDir>/test/support/test-sequencer.js',
   transform: { '^.+\\.(t|j|mj)s$': ['@swc/jest'] },
-  // NestJS 12 and jose 6 ship ES modules, which Jest on Node 20 cannot require: compile them to CommonJS too.
-  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|jose)/)'],
+  // NestJS 12, jose 6, openid-client 6 (and its oauth4webapi) and oidc-provider 9 (the console's OpenID tests)
+  // ship ES modules, which Jest on Node 20 cannot require: compile them to CommonJS too.
+  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|jose|openid-client|oauth4webapi|oidc-provider)/)'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30000,

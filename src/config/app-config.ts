@@ -92,6 +92,18 @@ export class AppConfig {
   readonly notifySecret?: string;
   /** The web app's own access tokens (AUTH_JWT_*, spec §3) are accepted beside sessions; unset: sessions only. */
   readonly authJwt?: AuthJwtConfig;
+  /** The console's sign-in through the company's OpenID provider (CONSOLE_OIDC_*, spec §14); unset: one-time links only. */
+  readonly consoleOidc?: ConsoleOidcConfig;
+}
+
+export interface ConsoleOidcConfig {
+  /** CONSOLE_OIDC_ISSUER: discovery reads `<issuer>/.well-known/openid-configuration`. */
+  issuer: URL;
+  clientId: string;
+  /** CONSOLE_OIDC_CLIENT_SECRET. Never logged. */
+  clientSecret: string;
+  /** CONSOLE_OIDC_ALLOWED_DOMAINS, lower-cased: an operator's verified email must be at one of them exactly. */
+  allowedDomains: string[];
 }
 
 export interface AuthJwtConfig {
@@ -157,6 +169,14 @@ export function loadConfig(env: Env = process.env): AppConfig {
     notifySecret: dto.NOTIFY_SECRET,
     authJwt: dto.AUTH_JWT_JWKS_URL
       ? { jwksUrl: new URL(dto.AUTH_JWT_JWKS_URL), issuer: dto.AUTH_JWT_ISSUER, audience: dto.AUTH_JWT_AUDIENCE }
+      : undefined,
+    consoleOidc: dto.CONSOLE_OIDC_ISSUER
+      ? {
+          issuer: new URL(dto.CONSOLE_OIDC_ISSUER),
+          clientId: dto.CONSOLE_OIDC_CLIENT_ID!,
+          clientSecret: dto.CONSOLE_OIDC_CLIENT_SECRET!,
+          allowedDomains: [...new Set(dto.CONSOLE_OIDC_ALLOWED_DOMAINS.map((d) => d.toLowerCase()))],
+        }
       : undefined,
   };
   return Object.assign(new AppConfig(), config);

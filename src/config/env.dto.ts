@@ -180,6 +180,30 @@ export class EnvDto {
 
   @Rule('AUTH_JWT_AUDIENCE is set but AUTH_JWT_JWKS_URL is not: without a JWKS no JWT is accepted', (v, env) => v === undefined || env.AUTH_JWT_JWKS_URL !== undefined)
   AUTH_JWT_AUDIENCE?: string;
+
+  // The operator console's sign-in through the company's OpenID provider (spec §14): all four or none. The
+  // issuer is https, or plain http on this machine (localhost, 127.0.0.1, [::1]) for development.
+  @Rule(
+    (a) => `CONSOLE_OIDC_ISSUER must be an https URL (http only for localhost or 127.0.0.1), got "${a.value}"`,
+    (v) => v === undefined || isOidcIssuer(v),
+  )
+  CONSOLE_OIDC_ISSUER?: string;
+
+  @Allow()
+  CONSOLE_OIDC_CLIENT_ID?: string;
+
+  // Never echoed.
+  @Allow()
+  CONSOLE_OIDC_CLIENT_SECRET?: string;
+
+  // Comes last: its rule reads the other three.
+  @Rule((a) => consoleOidcMissing(a.object as EnvDto), (_v, env) => consoleOidcMissing(env) === '')
+  @Rule(
+    (a) => `CONSOLE_OIDC_ALLOWED_DOMAINS must list email domains such as example.com, got "${(a.value as string[]).find((d) => !isEmailDomain(d))}"`,
+    (v: string[]) => v.every(isEmailDomain),
+  )
+  @List()
+  CONSOLE_OIDC_ALLOWED_DOMAINS: string[] = [];
 }
 
 function MeterEventName(): PropertyDecorator {
@@ -187,6 +211,29 @@ function MeterEventName(): PropertyDecorator {
     (a) => `${a.property} must be the provider's meter event name: 1 to 100 characters without spaces, got "${a.value}"`,
     (v) => v === undefined || /^\S{1,100}$/.test(v),
   );
+}
+
+const CONSOLE_OIDC = ['CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET', 'CONSOLE_OIDC_ALLOWED_DOMAINS'] as const;
+
+/** '' when the four CONSOLE_OIDC_* settings are all set or all unset, else the message naming the missing ones. */
+function consoleOidcMissing(env: EnvDto): string {
+  const isSet = (name: (typeof CONSOLE_OIDC)[number]) => (name === 'CONSOLE_OIDC_ALLOWED_DOMAINS' ? env[name].length > 0 : env[name] !== undefined);
+  const missing = CONSOLE_OIDC.filter((name) => !isSet(name));
+  if (missing.length === 0 || missing.length === CONSOLE_OIDC.length) return '';
+  return `${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} required with ${CONSOLE_OIDC.filter(isSet).join(', ')}: the console's OpenID sign-in needs all four of ${CONSOLE_OIDC.join(', ')}`;
+}
+
+/** https, or http on this machine (a development provider). */
+function isOidcIssuer(value: string): boolean {
+  if (!isHttpUrl(value)) return false;
+  const url = new URL(value);
+  if (url.username || url.password || url.search || url.hash) return false;
+  return url.protocol === 'https:' || ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+}
+
+/** A domain of email addresses: labels of letters, digits and hyphens, at least two, no `@`. */
+export function isEmailDomain(value: string): boolean {
+  return value.length <= 253 && /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$/i.test(value);
 }
 
 function isWhsecSecret(value: string): boolean {

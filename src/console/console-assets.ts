@@ -48,6 +48,8 @@ input, select, textarea { font: inherit; padding: .35rem .5rem; border: 1px soli
 input[type="search"] { min-width: min(24rem, 100%); }
 button { font: inherit; padding: .35rem .9rem; border: 1px solid #8c959f; border-radius: 4px; background: #fff; cursor: pointer; }
 button.primary { background: var(--accent); border-color: var(--accent); color: #fff; }
+a.button { display: inline-block; padding: .35rem .9rem; border: 1px solid var(--accent); border-radius: 4px; text-decoration: none; }
+a.button.primary { background: var(--accent); color: #fff; }
 pre { background: var(--soft); border: 1px solid var(--line); padding: .75rem; overflow-x: auto; font-size: .85rem; white-space: pre-wrap; overflow-wrap: anywhere; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: .5rem 0 1rem; }
 dl.facts dt { color: var(--muted); }

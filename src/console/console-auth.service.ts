@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { AuditActor, AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { transaction } from '../database/transaction';
@@ -59,12 +59,24 @@ export class ConsoleAuthService {
     if (typeof token !== 'string' || !TOKEN.test(token)) return undefined;
     return transaction(this.db, async (m) => {
       const email = await this.repository.redeemLink(m, sha256(token));
-      if (email === undefined) return undefined;
-      const session = newToken();
-      await this.repository.insertSession(m, sha256(session), email, 'link', CONSOLE_SESSION_TTL_S);
-      await this.audit.record(m, { actor: `operator:${email}`, requestId }, { action: 'operator.signed_in', organisationId: null, after: { via: 'link' } });
-      return session;
+      return email === undefined ? undefined : this.newSession(m, email, 'link', requestId);
     });
+  }
+
+  /**
+   * Signs in an operator whose identity something else has established (the OpenID provider's verified
+   * email, console-oidc.service.ts): a new session's token.
+   */
+  signInVerified(email: string, via: 'oidc', requestId: string | null): Promise<string> {
+    return transaction(this.db, (m) => this.newSession(m, email, via, requestId));
+  }
+
+  /** The one way a console session is made: stored as its hash, 12 hours, audited as `operator.signed_in`. */
+  private async newSession(m: EntityManager, email: string, via: 'link' | 'oidc', requestId: string | null): Promise<string> {
+    const session = newToken();
+    await this.repository.insertSession(m, sha256(session), email, via, CONSOLE_SESSION_TTL_S);
+    await this.audit.record(m, { actor: `operator:${email}`, requestId }, { action: 'operator.signed_in', organisationId: null, after: { via } });
+    return session;
   }
 
   /** The operator of a console session token, or undefined (unknown, expired, signed out). */

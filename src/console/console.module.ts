@@ -5,6 +5,7 @@ import { WebhookModule } from '../webhook/webhook.module';
 import { ConsoleAuthRepository } from './console-auth.repository';
 import { ConsoleAuthService } from './console-auth.service';
 import { ConsoleExceptionFilter } from './console-exception.filter';
+import { ConsoleOidcService } from './console-oidc.service';
 import { ConsoleSessionGuard } from './console-session.guard';
 import { ConsoleViews } from './console-views';
 import { ConsoleController } from './console.controller';
@@ -20,7 +21,7 @@ import { SignInController } from './sign-in.controller';
 @Module({
   imports: [LicensingModule, NotificationsModule, WebhookModule],
   controllers: [SignInController, ConsoleController],
-  providers: [ConsoleAuthRepository, ConsoleAuthService, ConsoleSessionGuard, ConsoleExceptionFilter, ConsoleViews, ConsoleRepository, ConsoleService],
+  providers: [ConsoleAuthRepository, ConsoleAuthService, ConsoleOidcService, ConsoleSessionGuard, ConsoleExceptionFilter, ConsoleViews, ConsoleRepository, ConsoleService],
   exports: [ConsoleAuthService],
 })
 export class ConsoleModule {}

@@ -12,6 +12,9 @@ const layout = String.raw`<!doctype html>
 <title><%= it.title %> · Billing console</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/console/assets/console.css">
+<% if (it.refresh) { %>
+<meta http-equiv="refresh" content="0; url=<%= it.refresh %>">
+<% } %>
 <% if (it.chart) { %>
 <script src="/console/assets/chart.umd.min.js" defer></script>
 <script src="/console/assets/console.js" defer></script>
@@ -51,10 +54,23 @@ const signIn = String.raw`<% layout('@layout') %>
 <% if (it.problem) { %>
 <p class="flash flash-refused" role="alert"><%= it.problem %></p>
 <% } %>
+<% if (it.provider) { %>
+<p>The console is for the people who run this service. Sign in with your company account:</p>
+<p><a class="button primary" href="/console/oidc/start">Sign in with <%= it.provider %></a></p>
+<p>You stay signed in for 12 hours. Without access to the provider, a one-time link from a machine with access
+to the service's configuration works too:</p>
+<pre><code>npm run -s cli -- console:link --email you@example.com</code></pre>
+<% } else { %>
 <p>The console is for the people who run this service. To sign in, ask for a one-time link on a machine
 with access to the service's configuration:</p>
 <pre><code>npm run -s cli -- console:link --email you@example.com</code></pre>
 <p>The link works once, for 15 minutes unless <code>--ttl-minutes</code> says otherwise, and keeps you signed in for 12 hours.</p>
+<% } %>
+`;
+
+// After the OpenID provider's callback: moves on to the console by itself (a meta refresh; CSP allows no script).
+const signedIn = String.raw`<% layout('@layout') %>
+<p>You are signed in. <a href="/console">Continue to the console</a>.</p>
 `;
 
 const link = String.raw`<% layout('@layout') %>
@@ -463,6 +479,7 @@ const audit = String.raw`<% layout('@layout') %>
 export const TEMPLATES = {
   layout,
   signIn,
+  signedIn,
   link,
   error,
   overview,

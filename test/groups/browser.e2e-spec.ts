@@ -4,3 +4,4 @@ import '../browser-sandbox.e2e-spec';
 import '../browser-return-pages.e2e-spec';
 import '../ops-browser.e2e-spec';
 import '../browser-console.e2e-spec';
+import '../console-oidc.e2e-spec';

@@ -1,0 +1,201 @@
+import { Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { createHash, randomBytes } from 'node:crypto';
+import * as oidc from 'openid-client';
+import { AppConfig, ConsoleOidcConfig } from '../config/app-config';
+import { ConsoleAuthRepository } from './console-auth.repository';
+import { ConsoleAuthService, consoleUrl } from './console-auth.service';
+
+/** The browser's handle on a sign-in under way: HttpOnly, only for /console/oidc, 10 minutes. */
+export const OIDC_COOKIE = 'console_oidc';
+export const OIDC_LOGIN_TTL_S = 10 * 60;
+/** Where the provider sends the operator back; register `<PUBLIC_URL>/console/oidc/callback` with it. */
+export const OIDC_CALLBACK_PATH = '/console/oidc/callback';
+/** Discovery and the token request give up after this long (the operator is waiting). */
+const OIDC_TIMEOUT_S = 10;
+const HANDLE = /^[A-Za-z0-9_-]{43}$/;
+
+/** The OpenID provider cannot be reached (discovery or the token request failed): 503, try again. */
+export class OidcUnavailable extends Error {}
+
+/** Why a callback signs nobody in: shown to the operator as is, with its status (400, or 403 for an account refused). */
+export class OidcRefused extends Error {
+  constructor(
+    message: string,
+    readonly status: 400 | 403 = 400,
+  ) {
+    super(message);
+  }
+}
+
+const sha256 = (value: string) => createHash('sha256').update(value).digest();
+/** State, nonce and code verifier all follow from the cookie's value, each under a label of its own. */
+const derive = (label: 'state' | 'nonce' | 'verifier', handle: string) => sha256(`console-oidc-${label}:${handle}`).toString('base64url');
+
+/**
+ * The console's sign-in through the company's OpenID provider (CONSOLE_OIDC_*, spec §14), with openid-client:
+ * discovery, the authorization code flow with PKCE (S256), state and nonce, and the ID token's validation.
+ *
+ * The sign-in under way lives server-side: the browser holds a random value in the `console_oidc` cookie,
+ * the database its SHA-256 (console_oidc_logins, 10 minutes, taken once by the callback), and the request's
+ * state, nonce and code verifier are hashes of that value under their own labels, so that nothing usable is
+ * stored. The callback accepts a verified email at an allowed domain only, then makes the same console
+ * session as a link does (ConsoleAuthService).
+ *
+ * Discovery never holds up the start: it is tried once in the background when the service starts, and a
+ * provider that cannot be reached then is logged and tried again at the next sign-in, which answers 503
+ * while it stays down.
+ */
+@Injectable()
+export class ConsoleOidcService implements OnApplicationBootstrap {
+  private readonly logger = new Logger('ConsoleOidc');
+  private discovery?: Promise<oidc.Configuration>;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly repository: ConsoleAuthRepository,
+    private readonly auth: ConsoleAuthService,
+    @Optional() private readonly adapterHost?: HttpAdapterHost,
+  ) {}
+
+  /** The provider's host, for the sign-in button; undefined when the console signs in by links only. */
+  get providerName(): string | undefined {
+    return this.config.consoleOidc?.issuer.host;
+  }
+
+  get redirectUri(): string {
+    return consoleUrl(this.config, OIDC_CALLBACK_PATH);
+  }
+
+  /** Cookie attributes of `console_oidc`: Lax, since the provider's redirect back is a cross-site navigation. */
+  cookieOptions() {
+    return {
+      httpOnly: true,
+      sameSite: 'lax' as const,
+      secure: this.config.publicUrl?.protocol === 'https:',
+      path: '/console/oidc',
+      maxAge: OIDC_LOGIN_TTL_S * 1000,
+    };
+  }
+
+  onApplicationBootstrap(): void {
+    // The HTTP server only: a CLI command has no sign-in page to prepare.
+    if (this.config.consoleOidc && this.adapterHost?.httpAdapter) void this.provider().catch(() => undefined);
+  }
+
+  /**
+   * A new sign-in: the value for the `console_oidc` cookie and the provider's authorization URL to send the
+   * browser to. OidcUnavailable when the provider cannot be reached.
+   */
+  async start(): Promise<{ handle: string; location: string }> {
+    const provider = await this.provider();
+    const handle = randomBytes(32).toString('base64url');
+    await this.repository.insertOidcLogin(sha256(handle), OIDC_LOGIN_TTL_S);
+    const location = oidc.buildAuthorizationUrl(provider, {
+      redirect_uri: this.redirectUri,
+      response_type: 'code',
+      scope: 'openid email',
+      state: derive('state', handle),
+      nonce: derive('nonce', handle),
+      code_challenge: await oidc.calculatePKCECodeChallenge(derive('verifier', handle)),
+      code_challenge_method: 'S256',
+    });
+    return { handle, location: location.href };
+  }
+
+  /**
+   * The provider's answer (`search`: the callback's query string) for the sign-in of the cookie's `handle`:
+   * a new console session's token. OidcRefused (nothing made) when the sign-in is unknown, expired, used or
+   * not this browser's, when the answer does not match it, or when the account is not an allowed operator;
+   * OidcUnavailable when the provider cannot be reached.
+   */
+  async finish(handle: string | undefined, search: string, requestId: string | null): Promise<string> {
+    const settings = this.config.consoleOidc!;
+    if (!handle || !HANDLE.test(handle) || !(await this.repository.takeOidcLogin(sha256(handle)))) {
+      throw new OidcRefused('This sign-in is expired, already used, or was started in another browser. Start again.');
+    }
+    const provider = await this.provider();
+    // The URL the provider was told to send the browser to (never the request's Host header), with its answer.
+    const callback = new URL(this.redirectUri);
+    callback.search = search;
+    let claims: EmailClaims | undefined;
+    try {
+      const tokens = await oidc.authorizationCodeGrant(provider, callback, {
+        pkceCodeVerifier: derive('verifier', handle),
+        expectedState: derive('state', handle),
+        expectedNonce: derive('nonce', handle),
+        idTokenExpected: true,
+      });
+      claims = tokens.claims();
+      // A provider that keeps scope claims out of the ID token (OpenID Connect Core 5.4, when an access token
+      // is issued) answers them at its UserInfo endpoint, for the same subject.
+      if (claims && claims.email === undefined) claims = await oidc.fetchUserInfo(provider, tokens.access_token, claims.sub);
+    } catch (err) {
+      throw this.callbackFailure(err);
+    }
+    const email = operatorEmail(claims, settings);
+    return this.auth.signInVerified(email, 'oidc', requestId);
+  }
+
+  /** The provider's configuration, discovered once; a failed discovery is logged and tried again next time. */
+  private provider(): Promise<oidc.Configuration> {
+    const settings = this.config.consoleOidc!;
+    this.discovery ??= oidc
+      .discovery(settings.issuer, settings.clientId, undefined, oidc.ClientSecretBasic(settings.clientSecret), {
+        timeout: OIDC_TIMEOUT_S,
+        execute: settings.issuer.protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
+      })
+      .catch((err: Error) => {
+        this.discovery = undefined;
+        this.logger.warn({ msg: 'console OpenID provider: discovery failed; sign-in by OpenID answers 503 until it succeeds (tried again at the next sign-in)', issuer: settings.issuer.href, err: describe(err) });
+        throw new OidcUnavailable();
+      });
+    return this.discovery;
+  }
+
+  /** An error of the code exchange: the provider unreachable or failing (503), or its answer refused (4xx). */
+  private callbackFailure(err: unknown): Error {
+    if (isUnreachable(err)) {
+      this.logger.warn({ msg: 'console OpenID provider: the token request failed', err: describe(err) });
+      return new OidcUnavailable();
+    }
+    if (err instanceof oidc.AuthorizationResponseError) {
+      return new OidcRefused(`The OpenID provider did not sign you in (${err.error}). Start again.`);
+    }
+    this.logger.log({ msg: 'console OpenID sign-in refused: the answer does not match this sign-in', err: describe(err) });
+    return new OidcRefused('The answer from the OpenID provider does not match this sign-in (state, code or ID token). Nobody was signed in. Start again.');
+  }
+}
+
+type EmailClaims = { sub: string; email?: unknown; email_verified?: unknown };
+
+/** The operator an ID token (or the UserInfo of its subject) names: its email, verified by the provider, at one of the allowed domains exactly. */
+export function operatorEmail(claims: EmailClaims | undefined, settings: Pick<ConsoleOidcConfig, 'allowedDomains'>): string {
+  const email = claims?.email;
+  if (typeof email !== 'string' || !/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 320) {
+    throw new OidcRefused('The OpenID provider did not give an email address for this account, so the console cannot tell who you are.', 403);
+  }
+  if (claims!.email_verified !== true) {
+    throw new OidcRefused(`The OpenID provider has not verified the email address ${email}. Nobody was signed in.`, 403);
+  }
+  const domain = email.slice(email.indexOf('@') + 1).toLowerCase();
+  if (!settings.allowedDomains.includes(domain)) {
+    throw new OidcRefused(`${email} is not at a domain allowed to use the console (CONSOLE_OIDC_ALLOWED_DOMAINS). Nobody was signed in.`, 403);
+  }
+  return email.toLowerCase();
+}
+
+/** Network failures, timeouts and the provider's own 5xx. */
+function isUnreachable(err: unknown): boolean {
+  if (err instanceof TypeError) return true;
+  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) return true;
+  const status = err instanceof oidc.ResponseBodyError ? err.status : (err as { cause?: { status?: unknown } } | undefined)?.cause?.status;
+  return (err instanceof oidc.ResponseBodyError || err instanceof oidc.ClientError) && typeof status === 'number' && status >= 500;
+}
+
+/** For the log: the error's name, code and message (never a token: openid-client's messages name none). */
+function describe(err: unknown): Record<string, unknown> {
+  if (!(err instanceof Error)) return { message: String(err) };
+  const cause = err.cause instanceof Error ? err.cause.message : undefined;
+  return { name: err.name, code: (err as { code?: string }).code, message: err.message, cause };
+}

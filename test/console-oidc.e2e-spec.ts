@@ -1,0 +1,286 @@
+import { INestApplication } from '@nestjs/common';
+import pino from 'pino';
+import type { Browser, Page, Request as BrowserRequest } from 'playwright-core';
+import { DataSource } from 'typeorm';
+import { createApp } from '../src/app.factory';
+import { ConsoleAuthService } from '../src/console/console-auth.service';
+import { launchChromium } from './support/browser';
+import { createTestDatabase } from './support/databases';
+import { freePort } from './support/free-port';
+import { oidcProvider, TestOidcProvider } from './support/oidc-provider';
+import { testConfig } from './support/test-app';
+import { waitFor } from './support/wait-for';
+
+jest.setTimeout(120_000);
+
+/**
+ * The console's sign-in through the company's OpenID provider (spec §14, CONSOLE_OIDC_*), in Chromium, against
+ * a real provider (oidc-provider) on another site (127.0.0.1 while the console is on localhost, so that
+ * SameSite works as it would in production): the authorization code flow with PKCE through the provider's
+ * own login page. The service starts while the provider is down and signs in once it is up; only a verified
+ * email at an allowed domain gets a session; a replayed or forged callback gets nothing; the API does not
+ * accept the session; one-time links still work.
+ */
+describe('console sign-in through an OpenID provider', () => {
+  let browser: Browser | undefined;
+  let app: INestApplication | undefined;
+  let idp: TestOidcProvider;
+  let db: DataSource;
+  let drop: (() => Promise<void>) | undefined;
+  let origin: string;
+  const logLines: string[] = [];
+
+  beforeAll(async () => {
+    browser = await launchChromium();
+    if (!browser) return;
+    const database = await createTestDatabase();
+    drop = database.drop;
+    const [appPort, idpPort] = [await freePort(), await freePort()];
+    origin = `http://localhost:${appPort}`;
+    idp = oidcProvider({
+      port: idpPort,
+      redirectUri: `${origin}/console/oidc/callback`,
+      accounts: {
+        alice: { email: 'alice@example.com', emailVerified: true },
+        dana: { email: 'Dana@OPS.Example.org', emailVerified: true },
+        carol: { email: 'carol@example.com', emailVerified: false },
+        mallory: { email: 'mallory@evil-example.com', emailVerified: true },
+        eve: { email: 'eve@example.com.evil.io', emailVerified: true },
+      },
+    });
+    // The provider is not listening yet: the start must not wait for it, nor fail.
+    app = await createApp(
+      testConfig(database.url, {
+        PUBLIC_URL: origin,
+        CONSOLE_OIDC_ISSUER: idp.issuer,
+        CONSOLE_OIDC_CLIENT_ID: idp.clientId,
+        CONSOLE_OIDC_CLIENT_SECRET: idp.clientSecret,
+        CONSOLE_OIDC_ALLOWED_DOMAINS: 'example.com, Ops.Example.org',
+      }),
+      pino({ level: 'warn' }, { write: (line: string) => void logLines.push(line) }),
+    );
+    await app.listen(appPort, '127.0.0.1');
+    db = app.get(DataSource);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await idp?.close();
+    await drop?.();
+  });
+
+  const get = (path: string, headers: Record<string, string> = {}) => fetch(`${origin}${path}`, { headers, redirect: 'manual' });
+  const count = async (sql: string, params: unknown[] = []) => ((await db.query(sql, params)) as { n: number }[])[0].n;
+  const sessions = (email: string) => count(`SELECT count(*)::int AS n FROM console_sessions WHERE email = $1`, [email]);
+
+  interface Attempt {
+    page: Page;
+    problems: string[];
+    /** The callback as the provider sent the browser to it, with the browser's cookies then. */
+    callback: { url: string; cookie: string };
+    /** The status the console answered the callback with. */
+    status: number;
+  }
+
+  /**
+   * A new browser (no cookies) signs in as `login` on the provider's login page. Resolves once the console
+   * has answered the callback.
+   */
+  async function signInAs(login: string): Promise<Attempt> {
+    await idp.listen();
+    const context = await browser!.newContext();
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('console', (msg) => {
+      if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(msg.text());
+    });
+    page.on('pageerror', (err) => problems.push(err.message));
+    let callback: Attempt['callback'] | undefined;
+    const answered = page.waitForResponse((res) => res.url().includes('/console/oidc/callback'));
+    page.on('request', (req: BrowserRequest) => {
+      if (req.url().includes('/console/oidc/callback')) void req.allHeaders().then((h) => (callback ??= { url: req.url(), cookie: h.cookie ?? '' }));
+    });
+    await page.goto(`${origin}/console/sign-in`);
+    await page.getByRole('link', { name: `Sign in with ${new URL(idp.issuer).host}` }).click();
+    await page.locator('input[name="login"]').fill(login);
+    await page.locator('input[name="password"]').fill('any password');
+    await page.locator('button[type="submit"]').click();
+    const status = (await answered).status();
+    await waitFor('the callback request', () => callback);
+    return { page, problems, callback: callback!, status };
+  }
+
+  it('starts while the provider is down, answers 503 on the button, and signs in once the provider is up', async () => {
+    if (!browser) return; // no Chromium on this machine (not CI): global setup printed one line saying so
+    await waitFor('the start-up discovery warning', () => logLines.some((line) => line.includes('discovery failed')));
+    const page = await get('/console/sign-in');
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain(`Sign in with ${new URL(idp.issuer).host}`);
+    const down = await get('/console/oidc/start');
+    expect(down.status).toBe(503);
+    expect(await down.text()).toContain('cannot be reached right now');
+    expect(await count(`SELECT count(*)::int AS n FROM console_oidc_logins`)).toBe(0);
+
+    await idp.listen();
+    const before = await count(`SELECT count(*)::int AS n FROM audit_log WHERE action = 'operator.signed_in'`);
+    const { page: browserPage, problems, status } = await signInAs('alice');
+    expect(status).toBe(200);
+    await browserPage.waitForURL(`${origin}/console`);
+    expect(await browserPage.getByRole('heading', { level: 1 }).textContent()).toBe('Overview');
+    expect(await browserPage.locator('.who').textContent()).toBe('alice@example.com');
+    expect(problems).toEqual([]);
+
+    const [session] = await db.query(`SELECT email, via, expires_at - created_at AS ttl FROM console_sessions WHERE email = 'alice@example.com'`);
+    expect(session).toMatchObject({ email: 'alice@example.com', via: 'oidc' });
+    const audit = await db.query(`SELECT actor, after FROM audit_log WHERE action = 'operator.signed_in' ORDER BY id`);
+    expect(audit.length).toBe(before + 1);
+    expect(audit.at(-1)).toEqual({ actor: 'operator:alice@example.com', after: { via: 'oidc' } });
+    // Single use: the sign-in under way is gone, and so is the browser's handle on it.
+    expect(await count(`SELECT count(*)::int AS n FROM console_oidc_logins`)).toBe(0);
+    const cookies = await browserPage.context().cookies([`${origin}/console`, `${origin}/console/oidc/callback`]);
+    expect(cookies.map((c) => c.name)).toEqual(['console_session']);
+    expect(cookies[0]).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/console' });
+  });
+
+  it('takes the allowed domains case-insensitively, and signs the operator in under the lower-cased email', async () => {
+    if (!browser) return;
+    const { page, status } = await signInAs('dana');
+    expect(status).toBe(200);
+    await page.waitForURL(`${origin}/console`);
+    expect(await sessions('dana@ops.example.org')).toBe(1);
+  });
+
+  it('refuses an email at a domain not allowed (exactly, not by suffix or likeness), and makes no session', async () => {
+    if (!browser) return;
+    for (const [login, email] of [
+      ['mallory', 'mallory@evil-example.com'],
+      ['eve', 'eve@example.com.evil.io'],
+    ]) {
+      const { page, status } = await signInAs(login);
+      expect(status).toBe(403);
+      expect(await page.getByRole('alert').textContent()).toContain(`${email} is not at a domain allowed to use the console`);
+      expect(await sessions(email)).toBe(0);
+      expect(await page.context().cookies([`${origin}/console`, `${origin}/console/oidc/callback`])).toEqual([]);
+    }
+    expect(await count(`SELECT count(*)::int AS n FROM audit_log WHERE actor LIKE 'operator:%evil%'`)).toBe(0);
+  });
+
+  it('refuses an email the provider has not verified', async () => {
+    if (!browser) return;
+    const { page, status } = await signInAs('carol');
+    expect(status).toBe(403);
+    expect(await page.getByRole('alert').textContent()).toContain('has not verified the email address carol@example.com');
+    expect(await sessions('carol@example.com')).toBe(0);
+  });
+
+  it('refuses a replayed callback, even with the cookie it came with, and a callback without its sign-in', async () => {
+    if (!browser) return;
+    const first = await signInAs('alice');
+    expect(first.status).toBe(200);
+    const before = await sessions('alice@example.com');
+    // An attacker holding both the callback URL (code and state) and the browser's console_oidc cookie.
+    expect(first.callback.cookie).toMatch(/console_oidc=/);
+    const replay = await get(new URL(first.callback.url).pathname + new URL(first.callback.url).search, { Cookie: first.callback.cookie });
+    expect(replay.status).toBe(400);
+    expect(await replay.text()).toContain('expired, already used, or was started in another browser');
+    expect(replay.headers.getSetCookie().some((c) => c.startsWith('console_session='))).toBe(false);
+    // The same callback from a browser that never started a sign-in.
+    const stranger = await get(new URL(first.callback.url).pathname + new URL(first.callback.url).search);
+    expect(stranger.status).toBe(400);
+    expect(await sessions('alice@example.com')).toBe(before);
+  });
+
+  /**
+   * The same sign-in over plain HTTP, with a cookie jar per site, up to the provider's redirect to the console
+   * (a browser cannot be made to change a redirect's target): the callback URL and the console_oidc cookie.
+   */
+  async function callbackOverHttp(login: string): Promise<{ callback: URL; cookie: string }> {
+    await idp.listen();
+    const jar = new Map<string, string>();
+    const remember = (res: Response) => {
+      for (const line of res.headers.getSetCookie()) {
+        const [pair] = line.split(';');
+        const at = pair.indexOf('=');
+        jar.set(pair.slice(0, at), pair.slice(at + 1));
+      }
+    };
+    const cookies = () => [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
+    const start = await get('/console/oidc/start');
+    expect(start.status).toBe(303);
+    const cookie = /^(console_oidc=[^;]+)/.exec(start.headers.getSetCookie().find((c) => c.startsWith('console_oidc='))!)![1];
+    let url = new URL(start.headers.get('location')!);
+    for (let hop = 0; hop < 10; hop++) {
+      if (url.href.startsWith(`${origin}/console/oidc/callback`)) return { callback: url, cookie };
+      let res = await fetch(url, { headers: { Cookie: cookies() }, redirect: 'manual' });
+      remember(res);
+      if (res.status === 200) {
+        // The provider's login page: submit its form as a person would.
+        const action = /<form[^>]*action="([^"]+)"/.exec(await res.text())![1].replace(/&amp;/g, '&');
+        res = await fetch(new URL(action, url), {
+          method: 'POST',
+          headers: { Cookie: cookies(), 'Content-Type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ prompt: 'login', login, password: 'any password' }),
+          redirect: 'manual',
+        });
+        remember(res);
+      }
+      expect([302, 303]).toContain(res.status);
+      url = new URL(res.headers.get('location')!, url);
+    }
+    throw new Error('the provider did not send the browser back to the console');
+  }
+
+  it('refuses a callback whose state is not its sign-in’s, and the real answer after it (single use)', async () => {
+    if (!browser) return;
+    const before = await sessions('alice@example.com');
+    const { callback, cookie } = await callbackOverHttp('alice');
+    expect(callback.searchParams.get('code')).toBeTruthy();
+    const forged = new URL(callback);
+    forged.searchParams.set('state', 'forged-state-value');
+    const refused = await get(forged.pathname + forged.search, { Cookie: cookie });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain('does not match this sign-in');
+    const real = await get(callback.pathname + callback.search, { Cookie: cookie });
+    expect(real.status).toBe(400);
+    expect(await sessions('alice@example.com')).toBe(before);
+    expect(await count(`SELECT count(*)::int AS n FROM console_oidc_logins`)).toBe(0);
+  });
+
+  it('refuses a callback carrying another sign-in’s answer (a code injected into this browser)', async () => {
+    if (!browser) return;
+    const before = await sessions('alice@example.com');
+    const theirs = await callbackOverHttp('alice');
+    const mine = await callbackOverHttp('alice');
+    const injected = await get(theirs.callback.pathname + theirs.callback.search, { Cookie: mine.cookie });
+    expect(injected.status).toBe(400);
+    expect(await injected.text()).toContain('does not match this sign-in');
+    expect(await sessions('alice@example.com')).toBe(before);
+  });
+
+  it('does not accept an OpenID console session on the API', async () => {
+    if (!browser) return;
+    const { page } = await signInAs('alice');
+    await page.waitForURL(`${origin}/console`);
+    const [cookie] = await page.context().cookies(`${origin}/console`);
+    expect(cookie.name).toBe('console_session');
+    const attempts: Record<string, string>[] = [{ Cookie: `console_session=${cookie.value}` }, { Cookie: `session=${cookie.value}` }, { Authorization: `Bearer ${cookie.value}` }];
+    for (const headers of attempts) {
+      expect((await get('/api/me', headers)).status).toBe(401);
+    }
+    expect((await get('/console', { Cookie: `console_session=${cookie.value}` })).status).toBe(200);
+  });
+
+  it('still signs in by one-time link (the CLI holder’s way in when the provider is down)', async () => {
+    if (!browser) return;
+    const { url } = await app!.get(ConsoleAuthService).createLink('oncall@example.net', 15);
+    const token = new URL(url).searchParams.get('token')!;
+    const res = await fetch(`${origin}/console/sign-in/link`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: origin },
+      body: new URLSearchParams({ token }),
+      redirect: 'manual',
+    });
+    expect(res.status).toBe(303);
+    expect(await sessions('oncall@example.net')).toBe(1);
+  });
+});
