@@ -2,6 +2,7 @@ import { eventCommands } from '../src/cli/events.commands';
 import { PaymentProvider } from '../src/billing/payment-provider.port';
 import { ProviderSync, SyncSummary } from '../src/webhook/provider-sync.service';
 import { FAKE_SECRET_KEY, FakeProvider } from './support/fake-provider';
+import { newNotifySecret, NotificationReceiver, startReceiver } from './support/notification-receiver';
 import { providerEvent } from './support/provider-events';
 import { startSubscriptionApp, startSubscriptionDouble, subscribed } from './support/subscribed';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
@@ -18,15 +19,19 @@ const nowS = () => Math.floor(Date.now() / 1000);
 describe('reconciliation of schedules and pending changes', () => {
   let fake: FakeProvider;
   let t: TestApp;
+  let receiver: NotificationReceiver;
   const logLines: string[] = [];
 
   beforeAll(async () => {
+    const secret = newNotifySecret();
+    receiver = await startReceiver(secret);
     fake = await startSubscriptionDouble();
-    t = await startSubscriptionApp(fake, { logLines });
+    t = await startSubscriptionApp(fake, { logLines, env: { NOTIFY_URLS: receiver.url, NOTIFY_SECRET: secret } });
   });
   afterAll(async () => {
     await t.close();
     await fake.close();
+    await receiver.close();
   });
   beforeEach(() => {
     fake.requests.length = 0;
@@ -46,6 +51,11 @@ describe('reconciliation of schedules and pending changes', () => {
   const corrections = (subscriptionId: string) =>
     logLines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'subscription corrected to what the provider says' && l.subscriptionId === subscriptionId);
   const providerCalls = () => fake.requests.map((r) => `${r.method} ${r.path}`);
+  /** The license.updated messages written for the organisation (the outbox), oldest first. */
+  const licenseMessages = async (organisationId: string) =>
+    (await t.db.query(`SELECT body FROM notification_messages WHERE organisation_id = $1 AND type = 'license.updated' ORDER BY version`, [organisationId])).map(
+      (r: { body: string }) => JSON.parse(r.body),
+    );
 
   it('a downgrade scheduled at the provider whose events never arrived shows as pending_change after a sync; an older schedule event cannot undo it', async () => {
     const s = await subscribed(t, fake, { price: 'team_month', seats: 6, members: 2 });
@@ -53,6 +63,7 @@ describe('reconciliation of schedules and pending changes', () => {
     const schedule = await t.app.get(PaymentProvider).scheduleItemChange(s.subscriptionId, { scheduleId: null, next: { price: 'team_month', quantity: 4 } });
     loseEvents();
     expect((await read(s.owner, s.org.id)).pending_change).toBeNull();
+    const notified = (await licenseMessages(s.org.id)).length;
     fake.requests.length = 0;
 
     const summary = await sync();
@@ -66,6 +77,8 @@ describe('reconciliation of schedules and pending changes', () => {
     expect(corrections(s.subscriptionId)).toEqual([
       expect.objectContaining({ schedule: { before: { scheduleId: null, pendingChange: null }, after: { scheduleId: schedule.id, pendingChange } } }),
     ]);
+    // The license in force is the same until the provider makes the change: no license.updated.
+    expect(await licenseMessages(s.org.id)).toHaveLength(notified);
 
     // The schedule's release event of before the correction, arriving late, is older news.
     const released = { ...schedule, status: 'released', released_subscription: s.subscriptionId, subscription: null };
@@ -84,6 +97,7 @@ describe('reconciliation of schedules and pending changes', () => {
     await t.app.get(PaymentProvider).releaseSchedule(scheduleId);
     loseEvents();
     expect((await read(s.owner, s.org.id)).pending_change).toMatchObject({ seats: 3 });
+    const notified = (await licenseMessages(s.org.id)).length;
 
     expect(await sync()).toMatchObject({ events_applied: 0, subscriptions_corrected: 1 });
     expect(await read(s.owner, s.org.id)).toMatchObject({ seats: 5, pending_change: null });
@@ -91,10 +105,36 @@ describe('reconciliation of schedules and pending changes', () => {
     expect(corrections(s.subscriptionId).at(-1)).toMatchObject({
       schedule: { before: { scheduleId, pendingChange: { seats: 3 } }, after: { scheduleId: null, pendingChange: null } },
     });
-    // A schedule correction alone changes nothing the license shows: only the schedule's part is logged.
+    // A schedule correction alone changes nothing the license shows: only the schedule's part is logged, nothing notified.
     expect(corrections(s.subscriptionId).at(-1).before).toBeUndefined();
+    expect(await licenseMessages(s.org.id)).toHaveLength(notified);
     // The organisation can schedule a downgrade again.
     await t.http().post('/api/billing/subscription/change').set(s.owner.auth).send({ organisation_id: s.org.id, seats: 4 }).expect(200);
+  });
+
+  it('a schedule that completed at the period end, its events lost: one correction of the seats (notified) and of the pending change', async () => {
+    const s = await subscribed(t, fake, { price: 'team_month', seats: 6 });
+    await t.http().post('/api/billing/subscription/change').set(s.owner.auth).send({ organisation_id: s.org.id, seats: 4 }).expect(200);
+    expect(await fake.deliverEvents()).not.toContain(500);
+    const scheduleId = s.provider().schedule as string;
+    const notified = (await licenseMessages(s.org.id)).length;
+    // At the period's end the provider made the change and the schedule let the subscription go.
+    const item = s.provider().items.data[0];
+    Object.assign(item, { quantity: 4, current_period_start: s.periodEnd - 1, current_period_end: s.periodEnd - 1 + 30 * 86_400 });
+    s.provider().schedule = null;
+    Object.assign(fake.schedules.get(scheduleId)!, { status: 'completed', completed_at: nowS(), released_subscription: null });
+    loseEvents();
+
+    expect(await sync()).toMatchObject({ events_applied: 0, subscriptions_corrected: 1 });
+    expect(await read(s.owner, s.org.id)).toMatchObject({ seats: 4, current_period_end: s.periodEnd - 1 + 30 * 86_400, pending_change: null });
+    expect(corrections(s.subscriptionId).at(-1)).toMatchObject({
+      before: { seats: 6 },
+      after: { seats: 4 },
+      schedule: { before: { scheduleId, pendingChange: { seats: 4 } }, after: { scheduleId: null, pendingChange: null } },
+    });
+    const messages = await licenseMessages(s.org.id);
+    expect(messages).toHaveLength(notified + 1);
+    expect(messages.at(-1).data).toMatchObject({ tier: 'team', seats: 4 });
   });
 
   it('nothing drifted (a pending change the service already shows): no correction, no write, no request beyond the lists', async () => {
