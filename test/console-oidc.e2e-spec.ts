@@ -1,4 +1,5 @@
 import { INestApplication } from '@nestjs/common';
+import { readFileSync } from 'node:fs';
 import pino from 'pino';
 import type { Browser, Page, Request as BrowserRequest } from 'playwright-core';
 import { DataSource } from 'typeorm';
@@ -12,6 +13,8 @@ import { testConfig } from './support/test-app';
 import { waitFor } from './support/wait-for';
 
 jest.setTimeout(120_000);
+
+const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 /**
  * The console's sign-in through the company's OpenID provider (spec §14, CONSOLE_OIDC_*), in Chromium, against
@@ -121,6 +124,22 @@ describe('console sign-in through an OpenID provider', () => {
     expect(await down.text()).toContain('cannot be reached right now');
     expect(await count(`SELECT count(*)::int AS n FROM console_oidc_logins`)).toBe(0);
 
+    // The button on a phone: reachable by keyboard, no serious axe-core violation, nothing wider than the screen.
+    const phone = await browser.newPage({ viewport: { width: 375, height: 667 } });
+    await phone.goto(`${origin}/console/sign-in`);
+    const focused: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      await phone.keyboard.press('Tab');
+      focused.push(await phone.evaluate(() => (globalThis as any).document.activeElement.textContent as string));
+    }
+    expect(focused).toEqual(['Skip to content', 'Billing console', `Sign in with ${new URL(idp.issuer).host}`]);
+    await phone.evaluate(AXE);
+    const results = await phone.evaluate(async () => (globalThis as any).axe.run({ resultTypes: ['violations'] }));
+    expect((results.violations as { id: string; impact: string }[]).filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id)).toEqual([]);
+    expect(await phone.evaluate(() => (globalThis as any).document.documentElement.scrollWidth as number)).toBeLessThanOrEqual(375);
+    if (process.env.OIDC_SHOT) await phone.screenshot({ path: process.env.OIDC_SHOT });
+    await phone.close();
+
     await idp.listen();
     const before = await count(`SELECT count(*)::int AS n FROM audit_log WHERE action = 'operator.signed_in'`);
     const { page: browserPage, problems, status } = await signInAs('alice');
@@ -194,7 +213,7 @@ describe('console sign-in through an OpenID provider', () => {
    * The same sign-in over plain HTTP, with a cookie jar per site, up to the provider's redirect to the console
    * (a browser cannot be made to change a redirect's target): the callback URL and the console_oidc cookie.
    */
-  async function callbackOverHttp(login: string): Promise<{ callback: URL; cookie: string }> {
+  async function callbackOverHttp(login: string, opts: { cancel?: boolean } = {}): Promise<{ callback: URL; cookie: string }> {
     await idp.listen();
     const jar = new Map<string, string>();
     const remember = (res: Response) => {
@@ -214,14 +233,19 @@ describe('console sign-in through an OpenID provider', () => {
       let res = await fetch(url, { headers: { Cookie: cookies() }, redirect: 'manual' });
       remember(res);
       if (res.status === 200) {
-        // The provider's login page: submit its form as a person would.
-        const action = /<form[^>]*action="([^"]+)"/.exec(await res.text())![1].replace(/&amp;/g, '&');
-        res = await fetch(new URL(action, url), {
-          method: 'POST',
-          headers: { Cookie: cookies(), 'Content-Type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ prompt: 'login', login, password: 'any password' }),
-          redirect: 'manual',
-        });
+        // The provider's login page: submit its form as a person would, or press its Cancel.
+        const html = await res.text();
+        if (opts.cancel) {
+          res = await fetch(new URL(/href="([^"]+\/abort)"/.exec(html)![1], url), { headers: { Cookie: cookies() }, redirect: 'manual' });
+        } else {
+          const action = /<form[^>]*action="([^"]+)"/.exec(html)![1].replace(/&amp;/g, '&');
+          res = await fetch(new URL(action, url), {
+            method: 'POST',
+            headers: { Cookie: cookies(), 'Content-Type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({ prompt: 'login', login, password: 'any password' }),
+            redirect: 'manual',
+          });
+        }
         remember(res);
       }
       expect([302, 303]).toContain(res.status);
@@ -255,6 +279,45 @@ describe('console sign-in through an OpenID provider', () => {
     expect(injected.status).toBe(400);
     expect(await injected.text()).toContain('does not match this sign-in');
     expect(await sessions('alice@example.com')).toBe(before);
+  });
+
+  it('refuses a sign-in older than 10 minutes', async () => {
+    if (!browser) return;
+    const before = await sessions('alice@example.com');
+    const { callback, cookie } = await callbackOverHttp('alice');
+    const [row] = await db.query(`SELECT expires_at - created_at AS ttl FROM console_oidc_logins`);
+    expect(row.ttl).toEqual({ minutes: 10 });
+    await db.query(`UPDATE console_oidc_logins SET expires_at = now() - interval '1 second'`);
+    const res = await get(callback.pathname + callback.search, { Cookie: cookie });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('expired, already used');
+    expect(await sessions('alice@example.com')).toBe(before);
+  });
+
+  it('answers 503 when the provider goes away between the sign-in and its callback, and makes nothing', async () => {
+    if (!browser) return;
+    const before = await count(`SELECT count(*)::int AS n FROM console_sessions`);
+    const { callback, cookie } = await callbackOverHttp('alice');
+    await idp.close();
+    try {
+      const res = await get(callback.pathname + callback.search, { Cookie: cookie });
+      expect(res.status).toBe(503);
+      expect(await res.text()).toContain('cannot be reached right now');
+    } finally {
+      await idp.listen();
+    }
+    expect(await count(`SELECT count(*)::int AS n FROM console_sessions`)).toBe(before);
+  });
+
+  it('says so when the operator cancels at the provider, and makes nothing', async () => {
+    if (!browser) return;
+    const before = await count(`SELECT count(*)::int AS n FROM console_sessions`);
+    const { callback, cookie } = await callbackOverHttp('alice', { cancel: true });
+    expect(callback.searchParams.get('error')).toBe('access_denied');
+    const res = await get(callback.pathname + callback.search, { Cookie: cookie });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('The OpenID provider did not sign you in (access_denied)');
+    expect(await count(`SELECT count(*)::int AS n FROM console_sessions`)).toBe(before);
   });
 
   it('does not accept an OpenID console session on the API', async () => {

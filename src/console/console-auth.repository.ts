@@ -36,9 +36,9 @@ export class ConsoleAuthRepository {
     return rows[0]?.email;
   }
 
-  /** A sign-in through the OpenID provider under way, for `ttlS`; those expired a day ago go first. */
+  /** A sign-in through the OpenID provider under way, for `ttlS`; expired ones go first (they can never be taken). */
   async insertOidcLogin(requestHash: Buffer, ttlS: number): Promise<void> {
-    await this.db.query(`DELETE FROM console_oidc_logins WHERE expires_at < now() - interval '1 day'`);
+    await this.db.query(`DELETE FROM console_oidc_logins WHERE expires_at < now()`);
     await this.db.query(`INSERT INTO console_oidc_logins (request_hash, expires_at) VALUES ($1, now() + make_interval(secs => $2))`, [requestHash, ttlS]);
   }
 

@@ -185,17 +185,24 @@ export function operatorEmail(claims: EmailClaims | undefined, settings: Pick<Co
   return email.toLowerCase();
 }
 
-/** Network failures, timeouts and the provider's own 5xx. */
+/**
+ * Network failures (fetch's `TypeError: fetch failed`), timeouts and the provider's own 5xx, also when
+ * openid-client has wrapped them (it wraps an error it does not recognise, e.g. one of another realm).
+ */
 function isUnreachable(err: unknown): boolean {
-  if (err instanceof TypeError) return true;
-  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) return true;
-  const status = err instanceof oidc.ResponseBodyError ? err.status : (err as { cause?: { status?: unknown } } | undefined)?.cause?.status;
-  return (err instanceof oidc.ResponseBodyError || err instanceof oidc.ClientError) && typeof status === 'number' && status >= 500;
+  for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const { name, message, status } = e as { name?: unknown; message?: unknown; status?: unknown };
+    if (name === 'TypeError' && message === 'fetch failed') return true;
+    if (name === 'TimeoutError' || name === 'AbortError') return true;
+    if (typeof status === 'number' && status >= 500) return true;
+  }
+  return false;
 }
 
-/** For the log: the error's name, code and message (never a token: openid-client's messages name none). */
+/** For the log: the error's name, code and message, and its cause's (never a token: openid-client's messages name none). */
 function describe(err: unknown): Record<string, unknown> {
-  if (!(err instanceof Error)) return { message: String(err) };
-  const cause = err.cause instanceof Error ? err.cause.message : undefined;
-  return { name: err.name, code: (err as { code?: string }).code, message: err.message, cause };
+  if (typeof err !== 'object' || err === null) return { message: String(err) };
+  const { name, code, message, cause } = err as { name?: unknown; code?: unknown; message?: unknown; cause?: unknown };
+  const causeMessage = typeof cause === 'object' && cause !== null ? (cause as { message?: unknown }).message : undefined;
+  return { name, code, message, cause: typeof causeMessage === 'string' ? causeMessage : undefined };
 }

@@ -13,6 +13,7 @@ export interface TestOidcProvider {
   clientSecret: string;
   /** Starts listening (on the port of `issuer`), once; the provider can be started after the service. */
   listen(): Promise<void>;
+  /** Stops listening (it can listen again, its state kept). */
   close(): Promise<void>;
 }
 
@@ -74,8 +75,10 @@ export function oidcProvider(opts: { port: number; host?: string; redirectUri: s
     close: () =>
       new Promise<void>((resolve) => {
         if (!server) return resolve();
-        server.closeAllConnections();
-        server.close(() => resolve());
+        const closing = server;
+        server = undefined;
+        closing.closeAllConnections();
+        closing.close(() => resolve());
       }),
   };
 }
