@@ -23,7 +23,8 @@ export interface TestOidcProvider {
  * its development login page, where the login typed is the account id. `accounts` gives each login its email
  * claims; any other login has none. Consent is taken as given (one screen less to drive). Scope claims are
  * kept out of the ID token (OpenID Connect Core 5.4, the provider's default), so the service has to read
- * them from UserInfo.
+ * them from UserInfo. On Node 20 the package prints "Unsupported runtime" once when loaded (it asks for Node
+ * 22 LTS); it runs all the same.
  */
 export function oidcProvider(opts: { port: number; host?: string; redirectUri: string; accounts: Record<string, OidcAccount> }): TestOidcProvider {
   const issuer = `http://${opts.host ?? '127.0.0.1'}:${opts.port}`;
