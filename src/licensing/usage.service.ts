@@ -15,6 +15,10 @@ export type UsageOutcome = { status: 200; answer: UsageAnswer } | { status: numb
 
 // The most events one statement takes: a batch's limit, and the most concurrent single reports grouped.
 const MAX_EVENTS = 1000;
+// Statements of grouped single reports under way at once (of the pool's DATABASE_POOL_SIZE connections, 10 by
+// default): enough to keep both of a small server's cores busy while a group commits, few enough that the
+// reports arriving meanwhile make groups, and that other requests always find a connection.
+const MAX_STATEMENTS = 4;
 // A statement answers `retry` only after a concurrent writer created a counter or took a key it wanted, and
 // the next one sees that writer's commit; a few rounds are far more than a race can need.
 const MAX_ROUNDS = 5;
@@ -29,14 +33,21 @@ interface Waiting {
  * Records usage reported by trusted back-ends (spec §7, §13): every report, single or in a batch, goes
  * through one statement (UsageRepository.apply) that applies events in order under the counters' row locks.
  *
- * Single reports for one organisation are grouped: while a statement for it is under way, the reports that
- * arrive wait, and go together in the next one, in arrival order. One statement and one commit then serve
- * many reports of a hot organisation, where each used to hold the counter's lock through its own commit.
- * Each report is answered only after its statement committed.
+ * Single reports are grouped: while MAX_STATEMENTS statements are under way, the reports that arrive wait,
+ * and go together in the next one, as a batch would; an organisation's reports in arrival order, and never
+ * in two statements at once (a report for an organisation with a statement under way waits for it). One
+ * statement and one commit then serve many reports, whether of one hot organisation (where each used to hold
+ * the counter's lock through its own commit) or of many (where each paid a statement and a commit). Each
+ * report is answered only after its statement committed; a statement that fails answers the error to every
+ * report of its group, none of which was counted.
  */
 @Injectable()
 export class UsageService {
+  /** Waiting reports by organisation, organisations in the order their first waiting report arrived. */
   private readonly waiting = new Map<string, Waiting[]>();
+  /** Organisations with a statement under way. */
+  private readonly busy = new Set<string>();
+  private running = 0;
   /** The metrics of the tier table that reports may name. */
   readonly metrics: readonly string[];
 
@@ -54,10 +65,8 @@ export class UsageService {
     const outcome = await new Promise<UsageOutcome>((resolve, reject) => {
       const queue = this.waiting.get(event.organisationId);
       if (queue) queue.push({ event, resolve, reject });
-      else {
-        this.waiting.set(event.organisationId, [{ event, resolve, reject }]);
-        void this.drain(event.organisationId);
-      }
+      else this.waiting.set(event.organisationId, [{ event, resolve, reject }]);
+      this.start();
     });
     if ('error' in outcome) throw outcome.error;
     return outcome.answer;
@@ -77,20 +86,35 @@ export class UsageService {
     }
   }
 
-  /** The organisation's waiting reports, one group per statement, until none wait. */
-  private async drain(organisationId: string): Promise<void> {
-    const queue = this.waiting.get(organisationId)!;
-    while (queue.length) {
-      const group = queue.splice(0, MAX_EVENTS);
-      try {
-        const outcomes = await this.apply(group.map((w) => w.event));
-        group.forEach((w, i) => w.resolve(outcomes[i]));
-      } catch (err) {
-        // The statement (or its transaction) failed whole: nothing of the group committed.
-        for (const w of group) w.reject(err);
+  /** Statements for the waiting reports of organisations not under way, while fewer than MAX_STATEMENTS run. */
+  private start(): void {
+    while (this.running < MAX_STATEMENTS) {
+      const group: Waiting[] = [];
+      for (const [organisationId, queue] of this.waiting) {
+        if (group.length === MAX_EVENTS) break;
+        if (this.busy.has(organisationId)) continue;
+        group.push(...queue.splice(0, MAX_EVENTS - group.length));
+        if (!queue.length) this.waiting.delete(organisationId);
+        this.busy.add(organisationId);
       }
+      if (!group.length) return;
+      this.running++;
+      void this.run(group);
     }
-    this.waiting.delete(organisationId);
+  }
+
+  private async run(group: Waiting[]): Promise<void> {
+    try {
+      const outcomes = await this.apply(group.map((w) => w.event));
+      group.forEach((w, i) => w.resolve(outcomes[i]));
+    } catch (err) {
+      // The statement (or its transaction) failed whole: nothing of the group committed.
+      for (const w of group) w.reject(err);
+    } finally {
+      for (const w of group) this.busy.delete(w.event.organisationId);
+      this.running--;
+      this.start();
+    }
   }
 
   /**
