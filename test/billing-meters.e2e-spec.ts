@@ -1,3 +1,6 @@
+import { MeterDelivery } from '../src/billing/meters/meter-delivery.service';
+import { MetersRepository } from '../src/billing/meters/meters.repository';
+import { DAY, nowS, setLicense } from './licensing-fixtures';
 import { createOrganisation, startTestApp, TestApp } from './support/test-app';
 
 const KEY = 'svc-key-meters';
@@ -54,5 +57,47 @@ describe('provider meters: windows', () => {
       ['ai_tokens', 700, 'cus_meters_later'],
       ['projects', 1, 'cus_meters_later'],
     ]);
+  });
+
+  describe('pruning', () => {
+    /** A window of the organisation's customer that ended `daysAgo` days ago, in `status`. */
+    const oldWindow = (org: string, metric: string, daysAgo: number, status: string, value = 10) => {
+      const end = nowS() - Math.round(daysAgo * DAY);
+      return t.db.query(
+        `INSERT INTO meter_windows (organisation_id, metric, window_start, window_end, customer_id, value, status, delivered_at)
+         SELECT $1, $2, $3::bigint - 60, $3, provider_customer_id, $4, $5, CASE WHEN $5 = 'delivered' THEN to_timestamp($3) END
+         FROM organisations WHERE id = $1`,
+        [org, metric, end, value, status],
+      );
+    };
+    const left = async (org: string) =>
+      (await windows(org)).map((w) => `${w.metric} ${w.status} ${Math.round((nowS() - w.end) / DAY)}d`).sort();
+
+    it('deletes delivered windows past 35 days that no longer count in their period; never open, pending or failed ones', async () => {
+      // A free organisation: its ai_tokens period is the calendar month, so 40 days ago is always before it.
+      const free = await customerOrg();
+      for (const [i, status] of ['delivered', 'pending', 'failed', 'open'].entries()) await oldWindow(free, 'ai_tokens', 40 + i, status);
+      await oldWindow(free, 'ai_tokens', 10, 'delivered'); // within 35 days: kept
+      await oldWindow(free, 'projects', 40, 'delivered'); // a gauge's windows all count (period 0): kept
+      // A yearly subscription 100 days into its period: a window of 40 days ago still counts in usage:meters.
+      const yearly = await customerOrg();
+      await setLicense(t, yearly, { tier: 'pro', status: 'active', periodStart: nowS() - 100 * DAY, periodEnd: nowS() + 265 * DAY });
+      await oldWindow(yearly, 'ai_tokens', 40, 'delivered', 7);
+      await oldWindow(yearly, 'ai_tokens', 120, 'delivered', 5);
+      const summary = () => t.app.get(MetersRepository).summary(yearly, ['ai_tokens']);
+      const before = await summary();
+
+      const delivery = t.app.get(MeterDelivery);
+      await delivery.sweep(new Date('2026-11-24T10:16:00Z')); // the minutely sweep prunes once an hour, at :17
+      expect(await left(free)).toHaveLength(6);
+      expect(await delivery.prune()).toBeGreaterThanOrEqual(2);
+      expect(await left(free)).toEqual(['ai_tokens delivered 10d', 'ai_tokens failed 42d', 'ai_tokens open 43d', 'ai_tokens pending 41d', 'projects delivered 40d']);
+      expect(await left(yearly)).toEqual(['ai_tokens delivered 40d']);
+      expect(await summary()).toEqual(before);
+
+      await oldWindow(free, 'ai_tokens', 50, 'delivered');
+      await delivery.sweep(new Date('2026-11-24T11:17:00Z'));
+      expect(await left(free)).toHaveLength(5);
+    });
   });
 });

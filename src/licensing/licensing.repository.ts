@@ -99,6 +99,13 @@ export const licenseStateSql = ({ organisation: $org, tiers: $tiers, graceS: $gr
       FROM overrides) AS o
   )`;
 
+/**
+ * The usage counter period a metric counts in (SQL): ai_tokens per billing period (`aiPeriod`, licenseStateSql's
+ * ai_period), any other metric as a gauge (period 0). The usage write keys its counters by it, and the meters'
+ * summary and pruning read it.
+ */
+export const counterPeriodSql = (metric: string, aiPeriod: string) => `CASE WHEN ${metric} = 'ai_tokens' THEN ${aiPeriod} ELSE 0 END`;
+
 // The tier table as the jsonb parameter, serialised once per configuration rather than per request.
 const tiersJson = new WeakMap<AppConfig, string>();
 

@@ -6,7 +6,7 @@ import { AppConfig } from '../config/app-config';
 import { namedParams, preparedQuery } from '../database/prepared';
 import { accessSql } from '../identity/access.sql';
 import { NotificationsService } from '../notifications/notifications.service';
-import { licenseStateSql, licenseStateValues, readableBy } from './licensing.repository';
+import { counterPeriodSql, licenseStateSql, licenseStateValues, readableBy } from './licensing.repository';
 
 /*
  * The usage rule (spec §7, §13), written once, in SQL: a decrease (projects) always applies and stops at 0;
@@ -20,8 +20,6 @@ const step = (used: string, amount: string, limit: string, bill: string) => `
        ELSE ${used} END`;
 /** Whether `metric` is billed past its limit, by the overage policies in force `overage` (licenseStateSql's). */
 const billed = (overage: string, metric: string) => `COALESCE(${overage} ->> ${metric} = 'bill', false)`;
-/** The counter's period: ai_tokens counts per billing period, projects is a gauge (period 0). */
-const period = (metric: string, aiPeriod: string) => `CASE WHEN ${metric} = 'ai_tokens' THEN ${aiPeriod} ELSE 0 END`;
 
 /**
  * Usage events applied in order, each with the single report's meaning, in one statement: the single report
@@ -72,7 +70,7 @@ const applySqlHead = (license: (organisation: string) => string) => `
   counters AS (
     -- The events of each counter, with the license of its organisation (none for an unknown one: 404),
     -- computed inside the statement, so no webhook can slip in between the limit read and the write.
-    SELECT g.org, g.metric, ${period('g.metric', 's.ai_period')} AS period,
+    SELECT g.org, g.metric, ${counterPeriodSql('g.metric', 's.ai_period')} AS period,
            (s.limits ->> g.metric)::bigint AS lim, ${billed('s.overage', 'g.metric')} AS bill, g.amounts, g.ns
     FROM (SELECT e.org, e.metric, array_agg(e.amount ORDER BY e.n) AS amounts, array_agg(e.n ORDER BY e.n) AS ns
           FROM ev e
@@ -191,7 +189,7 @@ const CHECK_SQL = `
     SELECT CASE WHEN ${$metric}::text = 'users' THEN ${accessSql.memberCount(`${$org}::uuid`)}
                 ELSE COALESCE((SELECT used FROM usage_counters
                                WHERE organisation_id = ${$org}::uuid AND metric = ${$metric}::text
-                                 AND period_start = ${period(`${$metric}::text`, 's.ai_period')}), 0) END AS used,
+                                 AND period_start = ${counterPeriodSql(`${$metric}::text`, 's.ai_period')}), 0) END AS used,
            (s.limits ->> ${$metric}::text)::bigint AS lim,
            ${billed('s.overage', `${$metric}::text`)} AS bill
     FROM state s

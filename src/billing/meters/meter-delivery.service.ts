@@ -4,6 +4,7 @@ import { MeteredMetric } from '../../config/tiers';
 import { JobQueueTasks } from '../../notifications/job-queue';
 import { meterEvents, trackMeterWindows } from '../../ops/metrics';
 import { PaymentProvider, PaymentProviderError } from '../payment-provider.port';
+import { METER_EVENT_MAX_AGE_S } from './meter-rules';
 import { METER_FLUSH_TASK, METER_WINDOW_TASK, meterIdentifier, MetersRepository, WindowKey } from './meters.repository';
 
 /** Windows closed per flush run (the rest wait for the next run, one window length later). */
@@ -12,6 +13,13 @@ const FLUSH_BATCH = 500;
 const CLOSE_LOCK_WAIT_MS = 500;
 /** The longest wait between two attempts of a window: after an outage, delivery resumes within this. */
 const MAX_RETRY_DELAY_S = 600;
+/**
+ * Delivered windows are kept as long as the provider takes a meter event dated in them (35 days), and
+ * while their organisation's current period (which usage:meters sums) includes them.
+ */
+export const METER_WINDOW_RETENTION_S = METER_EVENT_MAX_AGE_S;
+/** The minute of each hour (UTC) in which the minutely sweep also prunes: once an hour is enough. */
+const PRUNE_MINUTE = 17;
 
 /**
  * Seconds until a window's next attempt after its `attempt`-th failed: doubling from about 1 s up to about 10
@@ -118,12 +126,23 @@ export class MeterDelivery implements OnModuleInit, OnModuleDestroy {
 
   /**
    * Once a minute: windows whose job was lost get a new one, and a flush that fell behind (its job failing
-   * while the database was away, or lost) is brought forward.
+   * while the database was away, or lost) is brought forward. Once an hour, old delivered windows are pruned.
    */
-  async sweep(): Promise<void> {
+  async sweep(now = new Date()): Promise<void> {
     await this.windows.requeueLost();
     const behind = (await this.windows.endedOpenWindows(1)).length > 0;
     await this.windows.scheduleFlush(new Date(), behind ? 'replace' : 'preserve_run_at');
+    if (now.getUTCMinutes() === PRUNE_MINUTE) await this.prune();
+  }
+
+  /**
+   * Deletes the delivered windows older than METER_WINDOW_RETENTION_S that no longer count in their
+   * organisation's current period; never an open, pending or failed one. Answers how many.
+   */
+  async prune(): Promise<number> {
+    const pruned = await this.windows.pruneDelivered(METER_WINDOW_RETENTION_S);
+    if (pruned) this.logger.log({ msg: 'meters: pruned delivered windows', windows: pruned });
+    return pruned;
   }
 }
 

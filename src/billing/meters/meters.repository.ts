@@ -5,7 +5,7 @@ import { AppConfig } from '../../config/app-config';
 import { MeteredMetric } from '../../config/tiers';
 import { namedParams } from '../../database/prepared';
 import { transaction } from '../../database/transaction';
-import { licenseStateSql, licenseStateValues } from '../../licensing/licensing.repository';
+import { counterPeriodSql, licenseStateSql, licenseStateValues } from '../../licensing/licensing.repository';
 import { MeterWindow } from './meter-window.entity';
 
 /*
@@ -146,11 +146,36 @@ const SUMMARY_SQL = `
   FROM unnest(${SUMMARY.ref.metrics}::text[]) WITH ORDINALITY AS m(metric, n)
   CROSS JOIN state s
   -- The counter's period, as licensing's usage write keys it: ai_tokens per billing period, other metrics one row.
-  CROSS JOIN LATERAL (SELECT CASE WHEN m.metric = 'ai_tokens' THEN s.ai_period ELSE 0 END AS period) p
+  CROSS JOIN LATERAL (SELECT ${counterPeriodSql('m.metric', 's.ai_period')} AS period) p
   LEFT JOIN meter_windows w
     ON w.organisation_id = ${SUMMARY.ref.organisation}::uuid AND w.metric = m.metric AND w.window_start >= p.period
   GROUP BY m.metric, m.n, p.period
   ORDER BY m.n`;
+
+/**
+ * Delivered windows that ended more than `maxAgeS` ago and began before the current period of their
+ * organisation and metric (the period the summary above sums: a gauge's, period 0, is never over), deleted.
+ * Open, pending and failed windows are kept whatever their age. Answers how many.
+ */
+const PRUNE = namedParams('maxAgeS', 'tiers', 'graceS');
+const PRUNE_SQL = `
+  WITH old AS (
+    SELECT DISTINCT organisation_id, metric FROM meter_windows
+    WHERE status = 'delivered' AND window_end < extract(epoch FROM now())::bigint - ${PRUNE.ref.maxAgeS}::bigint
+  ),
+  due AS (
+    SELECT o.organisation_id, o.metric, ${counterPeriodSql('o.metric', 's.ai_period')} AS period
+    FROM old o
+    CROSS JOIN LATERAL (WITH ${licenseStateSql({ organisation: 'o.organisation_id', tiers: PRUNE.ref.tiers, graceS: PRUNE.ref.graceS })}
+                        SELECT ai_period FROM state) s
+  ),
+  pruned AS (
+    DELETE FROM meter_windows w USING due d
+    WHERE (w.organisation_id, w.metric) = (d.organisation_id, d.metric) AND w.status = 'delivered'
+      AND w.window_end < extract(epoch FROM now())::bigint - ${PRUNE.ref.maxAgeS}::bigint AND w.window_start < d.period
+    RETURNING 1
+  )
+  SELECT count(*)::int AS n FROM pruned`;
 
 export interface ClaimedWindow {
   customerId: string;
@@ -261,6 +286,12 @@ export class MetersRepository {
   /** Used, reported, pending and failed per metric in `metrics`, for the organisation's current period. */
   async summary(organisationId: string, metrics: readonly MeteredMetric[]): Promise<MeterSummaryRow[]> {
     return this.db.query(SUMMARY_SQL, SUMMARY.values({ ...licenseStateValues(this.config, organisationId), metrics }));
+  }
+
+  /** Deletes the delivered windows past `maxAgeS` that no longer count in a summary (PRUNE_SQL); answers how many. */
+  async pruneDelivered(maxAgeS: number): Promise<number> {
+    const [row]: { n: number }[] = await this.db.query(PRUNE_SQL, PRUNE.values({ ...licenseStateValues(this.config, ''), maxAgeS }));
+    return row.n;
   }
 
   /** Windows not yet delivered (open or pending), for /metrics. */
