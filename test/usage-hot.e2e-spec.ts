@@ -4,9 +4,9 @@ import { createOrganisation, startTestApp, TestApp } from './support/test-app';
 const KEY = 'svc-key-hot';
 
 /**
- * Many single reports for one organisation at once, on two instances of the service: each instance groups
- * the reports waiting for the organisation into one statement (UsageService), and the instances meet on
- * the counter's row lock. Exact either way, and a 200 is only sent once its report is committed.
+ * Many single reports at once, on two instances of the service: each instance groups the reports waiting
+ * (for one organisation, or for many) into one statement (UsageService), and the instances meet on the
+ * counters' row locks. Exact either way, and a 200 is only sent once its report is committed.
  */
 describe('single reports on one hot organisation', () => {
   let t: TestApp;
@@ -81,12 +81,35 @@ describe('single reports on one hot organisation', () => {
     expect((await report(t, { organisation_id: org, metric: 'ai_tokens', amount: 1 }).expect(200)).body.used).toBe(6);
   });
 
-  it('reports for many organisations at once, each its own group: every counter exact', async () => {
+  it('reports for many organisations at once, grouped together: every counter exact', async () => {
     const orgs = await Promise.all(Array.from({ length: 8 }, async () => (await createOrganisation(t)).id));
     const answers = await Promise.all(
       Array.from({ length: 160 }, (_, i) => report(i % 2 ? second : t, { organisation_id: orgs[i % 8], metric: 'ai_tokens', amount: 2 })),
     );
     expect(answers.map((r) => r.status)).toEqual(Array(160).fill(200));
     for (const org of orgs) expect(await usedNow(org, 'ai_tokens')).toBe(40);
+  });
+
+  it('a group of many organisations: each report gets its own answer (an unknown organisation 404, a full one 402, a repeat its first answer)', async () => {
+    const [open, full] = await Promise.all([createOrganisation(t), createOrganisation(t)]);
+    await setLicense(t, full.id, { tier: 'pro', status: 'active' });
+    const unknown = '00000000-0000-4000-8000-00000000dead';
+    const bodies = [
+      ...Array.from({ length: 30 }, () => ({ organisation_id: open.id, metric: 'ai_tokens', amount: 3 })),
+      ...Array.from({ length: 30 }, () => ({ organisation_id: full.id, metric: 'projects', amount: 1 })),
+      ...Array.from({ length: 5 }, () => ({ organisation_id: unknown, metric: 'ai_tokens', amount: 1 })),
+      ...Array.from({ length: 5 }, () => ({ organisation_id: open.id, metric: 'projects', amount: 1, idempotency_key: 'once' })),
+    ];
+    const answers = await Promise.all(bodies.map((body, i) => report(i % 2 ? second : t, body)));
+    const statuses = (from: number, to: number) => answers.slice(from, to).map((r) => r.status);
+    expect(statuses(0, 30)).toEqual(Array(30).fill(200));
+    expect(statuses(30, 60).filter((s) => s === 200)).toHaveLength(25); // pro: 25 projects
+    expect(statuses(30, 60).filter((s) => s === 402)).toHaveLength(5);
+    expect(statuses(60, 65)).toEqual(Array(5).fill(404));
+    expect(statuses(65, 70)).toEqual(Array(5).fill(200));
+    for (const r of answers.slice(65, 70)) expect(r.body).toEqual({ metric: 'projects', used: 1, limit: 3, at_capacity: false });
+    expect(await usedNow(open.id, 'ai_tokens')).toBe(90);
+    expect(await usedNow(open.id, 'projects')).toBe(1);
+    expect(await usedNow(full.id, 'projects')).toBe(25);
   });
 });
