@@ -232,7 +232,7 @@ const ENTITLEMENTS_SQL = asOneJsonColumn(`
          ${notificationStateSql.version(`${$eOrg}::uuid`)} AS version,
          COALESCE((SELECT jsonb_object_agg(c.metric, c.used) FROM usage_counters c
                    WHERE c.organisation_id = ${$eOrg}::uuid
-                     AND c.period_start = CASE WHEN c.metric = 'ai_tokens' THEN s.ai_period ELSE 0 END), '{}')
+                     AND c.period_start = ${counterPeriodSql('c.metric', 's.ai_period')}), '{}')
            || jsonb_build_object('users', ${accessSql.memberCount(`${$eOrg}::uuid`)}) AS used,
          COALESCE((SELECT json_agg(json_build_object('name', o.name, 'value', o.value, 'expires_at', o.expires_at,
                                                      'note', o.note, 'created_at', o.created_at) ORDER BY o.name)
