@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 const filter = require('./support/spec-groups') as {
   (paths: string[], env?: Record<string, string>, log?: (line: string) => void): Promise<{ filtered: string[] }>;
   GROUPS_DIR: string;
-  LONG_GROUP: string;
+  EXTENDED_GROUPS: string[];
   importedSpecs(groupPath: string): string[];
 };
 
@@ -44,18 +44,24 @@ describe('end-to-end spec groups (npm test runs e2e specs through test/groups/*)
     expect(run.slice(1).map(name)).toEqual(webhookSpecs.filter((path) => !filter.importedSpecs(webhookGroup).includes(path)).map(name));
   });
 
-  it('npm test (every group matched) leaves out the long-running group and its specs, and says so; TEST_ALL or naming it runs it', async () => {
+  it('npm test (every group matched) leaves out the long-running and PgBouncer groups and says so; TEST_ALL or naming one runs it', async () => {
     const unit = join(TEST_DIR, 'config.spec.ts');
     const all = [...groups, ...e2eSpecs, unit];
-    const long = [filter.LONG_GROUP, ...filter.importedSpecs(filter.LONG_GROUP)];
+    const [long, pgbouncer] = filter.EXTENDED_GROUPS;
     const lines: string[] = [];
     const quick = (await filter(all, {}, (line) => lines.push(line))).filtered;
-    expect(quick.sort()).toEqual([...groups.filter((g) => g !== filter.LONG_GROUP), unit].sort());
-    expect(quick.filter((path) => long.includes(path))).toEqual([]);
+    expect(quick.sort()).toEqual([...groups.filter((g) => !filter.EXTENDED_GROUPS.includes(g)), unit].sort());
     expect(lines).toEqual([expect.stringContaining('npm run test:all')]);
-    expect((await filter(all, { TEST_ALL: '1' }, (line) => lines.push(line))).filtered).toContain(filter.LONG_GROUP);
-    expect((await filter([filter.LONG_GROUP], {}, (line) => lines.push(line))).filtered).toEqual([filter.LONG_GROUP]);
-    expect((await filter([long[1]], {}, (line) => lines.push(line))).filtered).toEqual([long[1]]);
+    // Their specs do not run alone either; those that npm test's groups import run there (the pooler's own does not).
+    const quickGroups = groups.filter((g) => !filter.EXTENDED_GROUPS.includes(g));
+    const ranSomewhere = new Set([...quick, ...quickGroups.flatMap(filter.importedSpecs)]);
+    expect(filter.importedSpecs(long).filter((path) => ranSomewhere.has(path))).toEqual([]);
+    expect(filter.importedSpecs(pgbouncer).filter((path) => !ranSomewhere.has(path)).map(name)).toEqual(['pgbouncer/pooler.e2e-spec.ts']);
+
+    expect((await filter(all, { TEST_ALL: '1' }, (line) => lines.push(line))).filtered).toEqual(expect.arrayContaining(filter.EXTENDED_GROUPS));
+    expect((await filter([long], {}, (line) => lines.push(line))).filtered).toEqual([long]);
+    const oneSpec = filter.importedSpecs(long)[0];
+    expect((await filter([oneSpec], {}, (line) => lines.push(line))).filtered).toEqual([oneSpec]);
     expect(lines).toHaveLength(1);
   });
 });
