@@ -135,13 +135,13 @@ export class IdentityRepository {
     return row;
   }
 
-  async findOrganisation(where: { id: string } | { externalId: string }): Promise<OrganisationRow | undefined> {
-    const row = await this.db.getRepository(Organisation).findOne({ select: { id: true, name: true, externalId: true }, where });
+  async findOrganisation(where: { id: string } | { externalId: string }, m: EntityManager = this.db.manager): Promise<OrganisationRow | undefined> {
+    const row = await m.getRepository(Organisation).findOne({ select: { id: true, name: true, externalId: true }, where });
     return row ?? undefined;
   }
 
-  async findUser(where: { id: string } | { externalId: string }): Promise<UserRow | undefined> {
-    const row = await this.db.getRepository(User).findOne({ select: { id: true, email: true, externalId: true }, where });
+  async findUser(where: { id: string } | { externalId: string }, m: EntityManager = this.db.manager): Promise<UserRow | undefined> {
+    const row = await m.getRepository(User).findOne({ select: { id: true, email: true, externalId: true }, where });
     return row ?? undefined;
   }
 

@@ -58,12 +58,13 @@ export class IdentityService {
    * The provisioning API's create: a new organisation, or the existing one with that `externalId` (created
    * false), so a web app that retries after a lost answer gets the same record. Two statements on purpose:
    * when a concurrent create of the same external_id wins, the INSERT waits for it and does nothing, and
-   * only a new statement sees the winner's row.
+   * only a new statement sees the winner's row. Both on `m`'s connection: asking the pool for a second one
+   * while a transaction holds the first can wait for ever once every connection is held that way.
    */
   async provisionOrganisation(name: string, externalId?: string, m?: EntityManager): Promise<{ record: OrganisationRecord; created: boolean }> {
     const row = await this.identity.insertOrganisationIfNew(name, externalId ?? null, m);
     if (row) return { record: organisationRecord(row), created: true };
-    return { record: (await this.findOrganisation({ externalId: externalId! }))!, created: false };
+    return { record: (await this.findOrganisation({ externalId: externalId! }, m))!, created: false };
   }
 
   /**
@@ -73,18 +74,18 @@ export class IdentityService {
   async provisionUser(email: string, externalId?: string, m?: EntityManager): Promise<{ record: UserRecord; created: boolean }> {
     const row = await this.identity.insertUserIfNew(email, externalId ?? null, m);
     if (row) return { record: userRecord(row), created: true };
-    const existing = externalId === undefined ? undefined : await this.findUser({ externalId });
+    const existing = externalId === undefined ? undefined : await this.findUser({ externalId }, m);
     if (!existing) throw emailTaken(email);
     return { record: existing, created: false };
   }
 
-  async findOrganisation(by: { id: string } | { externalId: string }): Promise<OrganisationRecord | undefined> {
-    const row = await this.identity.findOrganisation(by);
+  async findOrganisation(by: { id: string } | { externalId: string }, m?: EntityManager): Promise<OrganisationRecord | undefined> {
+    const row = await this.identity.findOrganisation(by, m);
     return row && organisationRecord(row);
   }
 
-  async findUser(by: { id: string } | { externalId: string }): Promise<UserRecord | undefined> {
-    const row = await this.identity.findUser(by);
+  async findUser(by: { id: string } | { externalId: string }, m?: EntityManager): Promise<UserRecord | undefined> {
+    const row = await this.identity.findUser(by, m);
     return row && userRecord(row);
   }
 
