@@ -35,6 +35,13 @@ describe('loadConfig: CONSOLE_OIDC_*', () => {
     });
   });
 
+  it('in production needs PUBLIC_URL, where the provider sends operators back', () => {
+    const production = { ...oidc, NODE_ENV: 'production', PAYPROVIDER_SANDBOX: 'true' };
+    expect(refusal(production)).toContain('PUBLIC_URL is required with CONSOLE_OIDC_ISSUER when NODE_ENV=production');
+    expect(loadConfig({ ...base(), ...production, PUBLIC_URL: 'https://billing.example.com' }).consoleOidc).toBeDefined();
+    expect(loadConfig({ ...base(), ...oidc }).publicUrl).toBeUndefined();
+  });
+
   it.each(['CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET', 'CONSOLE_OIDC_ALLOWED_DOMAINS'])(
     'stops when %s is missing and the others are set, naming it (all four or none)',
     (missing) => {

@@ -183,9 +183,14 @@ export class EnvDto {
 
   // The operator console's sign-in through the company's OpenID provider (spec §14): all four or none. The
   // issuer is https, or plain http on this machine (localhost, 127.0.0.1, [::1]) for development.
+  // In production the provider must send operators back to the public address, not to this machine's port.
   @Rule(
     (a) => `CONSOLE_OIDC_ISSUER must be an https URL (http only for localhost or 127.0.0.1), got "${a.value}"`,
     (v) => v === undefined || isOidcIssuer(v),
+  )
+  @Rule(
+    'PUBLIC_URL is required with CONSOLE_OIDC_ISSUER when NODE_ENV=production: the OpenID provider sends operators back to <PUBLIC_URL>/console/oidc/callback',
+    (v, env) => v === undefined || env.NODE_ENV !== 'production' || env.PUBLIC_URL !== undefined,
   )
   CONSOLE_OIDC_ISSUER?: string;
 
