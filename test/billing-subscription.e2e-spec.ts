@@ -154,6 +154,19 @@ describe('billing: the subscription and its changes (spec §11.4) against the st
       expect((await read(s.owner, s.org.id)).body.subscription.seats).toBe(2);
     });
 
+    it("a proration_date outside the current period (a preview of an earlier one): 400 invalid_proration_date with the provider's message, nothing changed", async () => {
+      const s = await subscribed(t, fake, { price: 'team_month', seats: 2 });
+      const stale = s.provider().items.data[0].current_period_start - DAY;
+      const res = await post(s.owner, 'change', { organisation_id: s.org.id, seats: 3, proration_date: stale }).expect(400);
+      expect(res.body).toMatchObject({ code: 'invalid_proration_date', message: 'proration_date must be within the current period of the subscription.' });
+      expect(s.provider().items.data[0].quantity).toBe(2);
+      expect((await read(s.owner, s.org.id)).body.subscription.seats).toBe(2);
+      expect(await auditOf(t, s.org.id)).toEqual([]);
+      // The preview's own proration_date is within the period: the same change then goes through.
+      const preview = await post(s.owner, 'preview', { organisation_id: s.org.id, seats: 3 }).expect(200);
+      await post(s.owner, 'change', { organisation_id: s.org.id, seats: 3, proration_date: preview.body.proration_date }).expect(200);
+    });
+
     it("a missing tax location is the customer's to fix: 400 tax_location_invalid with the provider's message", async () => {
       const s = await subscribed(t, fake, { price: 'team_month', seats: 2, automaticTax: true });
       fake.withoutTaxLocation(s.customer);

@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   negative_amount: [400, 'ai_tokens usage can only grow.'],
   no_change: [400, 'The change names the plan the subscription already has (the same tier, interval and seats).'],
   price_not_found: [400, 'The tier has no price with that interval (PAYPROVIDER_PRICE_<TIER>, as the provider confirmed it).'],
+  invalid_proration_date: [400, "The change's proration_date is not within the subscription's current period (a preview's from an earlier period): preview again (the message is the provider's)."],
   tax_location_invalid: [400, "The payment provider cannot tell the customer's tax location (automatic tax): the customer's address needs fixing (the message is the provider's)."],
   invalid_event: [400, 'A webhook body that is not a provider event.'],
   invoice_invalid: [400, 'A signed invoice event whose invoice cannot be recorded (stored as failed).'],

@@ -42,6 +42,10 @@ export interface ChangeState {
 type Answer = [number, unknown];
 const invalid = (message: string, param?: string, code?: string): Answer => [400, stripeError({ type: 'invalid_request_error', message, param, code })];
 
+// Like the provider (and the sandbox): a proration date lies within the item's current period.
+const PRORATION_DATE_OUTSIDE = 'proration_date must be within the current period of the subscription.';
+const withinPeriod = (at: number, item: Record<string, any>) => at >= item.current_period_start && at <= item.current_period_end;
+
 export function subscriptionChangeRoutes(state: ChangeState): FakeRoute {
   return (req) => {
     const subscription = /^\/v1\/subscriptions\/([^/]+)$/.exec(req.path);
@@ -166,6 +170,7 @@ function changeItems(state: ChangeState, sub: Record<string, any>, params: Recor
   if (tax) return tax;
   const { item, after } = change;
   const at = params.proration_date === undefined ? nowSeconds() : Number(params.proration_date);
+  if (!withinPeriod(at, item)) return invalid(PRORATION_DATE_OUTSIDE, 'proration_date');
   const behavior = params.proration_behavior ?? 'create_prorations';
   const { lines, newPeriod } = prorations({ price: item.price, quantity: item.quantity }, after, at, item.current_period_start, item.current_period_end);
   const amountDue = Math.max(0, lines.reduce((sum, l) => sum + l.amount, 0));
@@ -264,6 +269,7 @@ function preview(state: ChangeState, req: RecordedRequest): Answer {
   const before = { price: item.price, quantity: item.quantity };
   const after = change?.after ?? before;
   const at = details.proration_date === undefined ? nowSeconds() : Number(details.proration_date);
+  if (!withinPeriod(at, item)) return invalid(PRORATION_DATE_OUTSIDE, 'subscription_details[proration_date]');
   const behavior = details.proration_behavior ?? 'create_prorations';
   const changed = prorations(before, after, at, item.current_period_start, item.current_period_end);
   const lines =
