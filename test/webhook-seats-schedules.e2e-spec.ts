@@ -218,10 +218,11 @@ describe('webhook events: subscription schedules, trial_will_end and license.upd
     expect((await pending(sub.id)).pending_change).toEqual({ tier: 'pro', interval: 'month', seats: 1, effective_at: periodEnd });
 
     const released = { ...toPro, status: 'released', released_subscription: sub.id, subscription: sub.id };
-    expect((await send(providerEvent('subscription_schedule.released', released, { created: nowS() - 30 }))).status).toBe('processed');
+    const releasedAt = nowS() - 30;
+    expect((await send(providerEvent('subscription_schedule.released', released, { created: releasedAt }))).status).toBe('processed');
     expect(await pending(sub.id)).toEqual({ schedule_id: null, pending_change: null });
     // An update of the same second as the release comes before it (updated < released): stale.
-    expect((await send(providerEvent('subscription_schedule.updated', schedule, { created: nowS() - 30 }))).status).toBe('stale');
+    expect((await send(providerEvent('subscription_schedule.updated', schedule, { created: releasedAt }))).status).toBe('stale');
     expect(await pending(sub.id)).toEqual({ schedule_id: null, pending_change: null });
   });
 
