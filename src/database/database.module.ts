@@ -22,6 +22,7 @@ export class DatabaseModule {
               queryTimeoutMs: config.databaseQueryTimeoutMs,
               statementTimeoutMs: config.databaseStatementTimeoutMs,
               onPoolError: (err) => logger.warn(`idle database connection failed: ${err.message}`),
+              refuseSecondConnection: config.nodeEnv !== 'production',
             }),
             // Start-up against an unreachable database fails within seconds, with the cause logged.
             retryAttempts: 1,

@@ -1,4 +1,5 @@
 import { DataSource, EntityManager } from 'typeorm';
+import { whileHolding } from './held-connection';
 import { poolStatementTimeoutMs } from './typeorm-options';
 
 /**
@@ -13,7 +14,8 @@ import { poolStatementTimeoutMs } from './typeorm-options';
  *   the next request.
  *
  * Every transaction of the service runs through here; `work` gets the transaction's EntityManager and
- * passes it down.
+ * passes it down: every query of `work` goes through it, never the DataSource (outside production, the app's
+ * pool refuses a second connection to `work` at once: held-connection.ts).
  */
 export async function transaction<T>(db: DataSource, work: (manager: EntityManager) => Promise<T>): Promise<T> {
   const runner = db.createQueryRunner();
@@ -21,7 +23,7 @@ export async function transaction<T>(db: DataSource, work: (manager: EntityManag
   try {
     await runner.startTransaction();
     if (timeoutMs) await runner.query(`SET LOCAL statement_timeout = ${timeoutMs}`);
-    const result = await work(runner.manager);
+    const result = await whileHolding(() => work(runner.manager));
     await runner.commitTransaction();
     return result;
   } catch (err) {

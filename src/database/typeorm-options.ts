@@ -3,15 +3,37 @@ import * as pg from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { trackPool } from '../ops/metrics';
 import { ClosingClient } from './closing-client';
+import { holdsTransactionConnection, SecondConnectionRefused } from './held-connection';
 
 /**
- * node-postgres, with every pool it creates reported to the pool gauges of /metrics while it is open.
+ * node-postgres, with every pool it creates reported to the pool gauges of /metrics while it is open, and,
+ * when `refuseSecondConnection` is set, refusing a transaction's work a second connection (held-connection.ts).
  * Handed to TypeORM through its `driver` option, so nothing has to reach into the driver for its pool.
  */
 const pgWithPoolMetrics = {
   ...pg,
   Pool: class TrackedPool extends pg.Pool {
     private readonly untrack = trackPool(this);
+    private readonly refuseSecondConnection: boolean;
+
+    constructor(config?: pg.PoolConfig & Pick<PoolOptions, 'refuseSecondConnection'>) {
+      super(config);
+      this.refuseSecondConnection = config?.refuseSecondConnection === true;
+    }
+
+    /** Refuses, when asked to, a connection for a transaction's work that holds one already (held-connection.ts). */
+    override connect(): Promise<pg.PoolClient>;
+    override connect(callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void;
+    override connect(
+      callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
+    ): Promise<pg.PoolClient> | void {
+      if (this.refuseSecondConnection && holdsTransactionConnection()) {
+        const err = new SecondConnectionRefused();
+        if (!callback) return Promise.reject(err);
+        return void process.nextTick(() => callback(err, undefined, () => undefined));
+      }
+      return callback ? super.connect(callback) : super.connect();
+    }
 
     override end(): Promise<void>;
     override end(callback: () => void): void;
@@ -33,6 +55,12 @@ export interface DatabaseOptions {
    */
   statementTimeoutMs?: number;
   onPoolError?: (err: Error) => void;
+  /**
+   * Fail at once, rather than wait, when a transaction's work asks the pool for a second connection (the
+   * data layer's rule broken: held-connection.ts). The app sets it outside production, so tests and
+   * development show such a path on its first run instead of under a burst.
+   */
+  refuseSecondConnection?: boolean;
 }
 
 /** What TypeORM hands to pg.Pool, and the pool to each connection: node-postgres's own client options. */
@@ -42,6 +70,7 @@ interface PoolOptions {
   query_timeout?: number;
   idleTimeoutMillis: number;
   Client: typeof ClosingClient;
+  refuseSecondConnection?: boolean;
 }
 
 /**
@@ -59,6 +88,7 @@ export function typeOrmOptions(opts: DatabaseOptions): DataSourceOptions {
     query_timeout: opts.queryTimeoutMs || undefined,
     idleTimeoutMillis: 30_000,
     Client: ClosingClient,
+    refuseSecondConnection: opts.refuseSecondConnection,
   };
   return {
     type: 'postgres',

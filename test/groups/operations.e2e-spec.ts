@@ -4,6 +4,7 @@
 import '../database-outage.e2e-spec';
 import '../database-timeouts.e2e-spec';
 import '../statement-timeout.e2e-spec';
+import '../transaction-connections.e2e-spec';
 import '../webhook-outage.e2e-spec';
 import '../http-limits.e2e-spec';
 import '../input-strictness.e2e-spec';
