@@ -1,6 +1,6 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { whileHolding } from './held-connection';
-import { poolStatementTimeoutMs } from './typeorm-options';
+import { poolRefusesSecondConnection, poolStatementTimeoutMs } from './typeorm-options';
 
 /**
  * `dataSource.transaction(work)`, plus two guarantees it lacks:
@@ -23,7 +23,9 @@ export async function transaction<T>(db: DataSource, work: (manager: EntityManag
   try {
     await runner.startTransaction();
     if (timeoutMs) await runner.query(`SET LOCAL statement_timeout = ${timeoutMs}`);
-    const result = await whileHolding(() => work(runner.manager));
+    // Marked only where the pool checks the mark (outside production): AsyncLocalStorage costs every
+    // promise of the process something once it is in use, which production need not pay for a check it skips.
+    const result = poolRefusesSecondConnection(db) ? await whileHolding(() => work(runner.manager)) : await work(runner.manager);
     await runner.commitTransaction();
     return result;
   } catch (err) {

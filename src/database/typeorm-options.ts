@@ -118,3 +118,8 @@ export function typeOrmOptions(opts: DatabaseOptions): DataSourceOptions {
 export function poolStatementTimeoutMs(db: DataSource): number {
   return (db.options.extra as PoolOptions | undefined)?.statement_timeout ?? 0;
 }
+
+/** Whether `db`'s pool refuses a transaction's work a second connection (held-connection.ts). */
+export function poolRefusesSecondConnection(db: DataSource): boolean {
+  return (db.options.extra as PoolOptions | undefined)?.refuseSecondConnection === true;
+}
