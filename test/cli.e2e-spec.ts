@@ -45,6 +45,19 @@ describe('operator CLI with DATABASE_URL', () => {
     await t.http().get('/api/me').set('Authorization', `Bearer ${session.json.token}`).expect(401);
   });
 
+  it('takes a flag value that begins with "--", as a session token (base64url) can', async () => {
+    const user = await run(['user:create', '--email', `dash${Date.now()}@example.com`]);
+    const token = `--${'A'.repeat(41)}`;
+    await t.db.query(`INSERT INTO sessions (token_hash, user_id, expires_at) VALUES (sha256(convert_to($1, 'UTF8')), $2, now() + interval '1 hour')`, [
+      token,
+      user.json.id,
+    ]);
+    await t.http().get('/api/me').set('Authorization', `Bearer ${token}`).expect(200);
+    expect((await run(['session:revoke', '--token', token])).json).toEqual({ revoked: true });
+    await t.http().get('/api/me').set('Authorization', `Bearer ${token}`).expect(401);
+    expect((await run(['session:revoke', '--token'])).stderr).toMatch(/--token is required/);
+  });
+
   it('member:add defaults to the member role', async () => {
     const org = await run(['org:create', '--name', 'Beta']);
     const user = await run(['user:create', '--email', `m${Date.now()}@example.com`]);

@@ -55,7 +55,11 @@ export function limitFlag(flags: Flags): number {
   return integerFlag(flags, 'limit', { min: 1, max: 1000 }, '--limit must be a whole number from 1 to 1000') ?? 50;
 }
 
-/** `--name value` and `--name=value`; positional words are returned in `args`. */
+/**
+ * `--name value` and `--name=value`; positional words are returned in `args`. Every flag takes a value, so
+ * the word after a flag is its value even when it begins with `--`, as a session token (base64url) can.
+ * A flag with nothing after it is `true`, which the flag readers refuse as a missing value.
+ */
 export function parseArgv(argv: string[]): { command?: string; flags: Flags; args: string[] } {
   const [command, ...rest] = argv;
   const flags: Flags = {};
@@ -67,13 +71,8 @@ export function parseArgv(argv: string[]): { command?: string; flags: Flags; arg
       continue;
     }
     const eq = word.indexOf('=');
-    if (eq > 0) {
-      flags[word.slice(2, eq)] = word.slice(eq + 1);
-    } else if (i + 1 < rest.length && !rest[i + 1].startsWith('--')) {
-      flags[word.slice(2)] = rest[++i];
-    } else {
-      flags[word.slice(2)] = true;
-    }
+    if (eq > 0) flags[word.slice(2, eq)] = word.slice(eq + 1);
+    else flags[word.slice(2)] = i + 1 < rest.length ? rest[++i] : true;
   }
   return { command, flags, args };
 }
