@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { MIGRATION_LOCK } from '../src/database/migrate';
 import { createTestDatabase, migrationLockWaiters } from './support/databases';
-import { getStatus, ServerProcess, spawnServer, waitFor } from './support/server-process';
+import { getStatus, PROCESS_TEST_TIMEOUT_MS, ServerProcess, spawnServer, waitFor } from './support/server-process';
 
 const SECRET = 'whsec_migration_lock_test';
 
@@ -47,7 +47,7 @@ describe('a start that finds another instance migrating', () => {
     expect(server.output()).toMatch(/pg_advisory_lock\(7236001\) acquired after/);
     server.child.kill('SIGTERM');
     expect((await server.exited).code).toBe(0);
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 
   it('gives up after MIGRATION_LOCK_TIMEOUT_S with a message naming the lock and its holder, exit 1', async () => {
     await locker.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
@@ -60,5 +60,5 @@ describe('a start that finds another instance migrating', () => {
     } finally {
       await locker.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     }
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 });

@@ -1,30 +1,15 @@
-import { ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from 'pg';
 import { createTestDatabase } from './support/databases';
-import { ROOT } from './support/run-cli';
-import { freePort } from './support/free-port';
-import { waitFor } from './support/wait-for';
+import { PROCESS_TEST_TIMEOUT_MS, ServerProcess, spawnServer, waitFor } from './support/server-process';
 import { signatureHeader } from './support/webhook-signing';
 
-// The built server, as production runs it (`npm test` builds first; alone: `npm run build`).
-const MAIN = join(ROOT, 'dist', 'src', 'main.js');
 const SECRET = 'whsec_shutdown_test';
 
-interface Service {
-  child: ChildProcess;
-  port: number;
-  output: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
 /** The `time` (ms) of the server's first (or last) log line matching `msg`: the server's own clock. */
-function serverClock(service: Service, msg: RegExp, which: 'first' | 'last' = 'first'): number {
+function serverClock(service: ServerProcess, msg: RegExp, which: 'first' | 'last' = 'first'): number {
   const lines = service.output().split('\n').filter((line) => msg.test(line));
   const line = which === 'first' ? lines[0] : lines[lines.length - 1];
   if (!line) throw new Error(`the server logged no line matching ${msg}:\n${service.output()}`);
@@ -61,40 +46,14 @@ function tryConnect(port: number): Promise<string> {
   });
 }
 
-async function startService(databaseUrl: string): Promise<Service> {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` first`);
-  const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), 'billing-shutdown-'));
-  // cwd is an empty directory, so no developer .env is picked up.
-  const child = spawn(process.execPath, [MAIN], {
-    cwd: dataDir,
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'test',
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      PAYPROVIDER_WEBHOOK_SECRET: SECRET,
-      LOG_LEVEL: 'info',
-    },
+/** The built server on its own database, once healthy. */
+async function startService(databaseUrl: string): Promise<ServerProcess> {
+  const service = await spawnServer({ DATABASE_URL: databaseUrl, PAYPROVIDER_WEBHOOK_SECRET: SECRET });
+  await service.healthy().catch((err) => {
+    service.child.kill('SIGKILL');
+    throw err;
   });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  let gone = false;
-  void exited.then(() => (gone = true));
-  await waitFor('the service to become healthy', async () => {
-    if (gone) throw new Error(`the service exited during start:\n${output}`);
-    const res = await send(port, { path: '/api/health', agent: false });
-    return res.status === 200 ? true : undefined;
-  }).catch((err) => {
-    child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}\n${output}`);
-  });
-  return { child, port, output: () => output, exited };
+  return service;
 }
 
 /** Queries of the service that are waiting for a lock in its database. */
@@ -122,7 +81,7 @@ function signedEvent(id: string): { body: string; signature: string } {
 describe('graceful shutdown of the real process', () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let admin: Client;
-  const services: Service[] = [];
+  const services: ServerProcess[] = [];
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -191,7 +150,7 @@ describe('graceful shutdown of the real process', () => {
     expect(service.output()).toMatch(/SIGTERM received/);
     expect(service.output()).toMatch(/"msg":"stopped"/);
     keepAlive.destroy();
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 
   it('exits 0 within a couple of seconds of SIGTERM when idle, even with an idle keep-alive connection open', async () => {
     const service = await startService(database.url);
@@ -205,5 +164,5 @@ describe('graceful shutdown of the real process', () => {
     expect(await service.exited).toEqual({ code: 0, signal: null });
     expect(serverClock(service, /"msg":"stopped"/) - serverClock(service, /SIGTERM received/)).toBeLessThan(5000);
     keepAlive.destroy();
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 });

@@ -3,7 +3,7 @@ import { NotificationDeliveryService } from '../src/notifications/notification-d
 import { createTestDatabase, TestDatabase } from './support/databases';
 import { newNotifySecret, NotificationReceiver, startReceiver } from './support/notification-receiver';
 import { subscriptionEvent, subscriptionObject } from './support/provider-events';
-import { getStatus, ServerProcess, spawnServer } from './support/server-process';
+import { getStatus, PROCESS_TEST_TIMEOUT_MS, ServerProcess, spawnServer } from './support/server-process';
 import { startTcpProxy } from './support/tcp-proxy';
 import { createOrganisation, createUserWithSession, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
 import { waitFor } from './support/wait-for';
@@ -115,7 +115,7 @@ describe('the database going away', () => {
         instances.push({ kind, database, proxy, direct, server });
       }
       await Promise.all(instances.map((i) => i.server.healthy()));
-    }, 60_000);
+    }, PROCESS_TEST_TIMEOUT_MS);
     afterAll(async () => {
       for (const i of instances) {
         if (i.server.child.exitCode === null) {

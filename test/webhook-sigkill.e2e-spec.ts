@@ -2,7 +2,7 @@ import http from 'node:http';
 import { Client } from 'pg';
 import { createTestDatabase } from './support/databases';
 import { invoiceObject, invoicePaidEvent, TEST_PRICE_PRO } from './support/provider-events';
-import { ServerProcess, spawnServer, waitFor } from './support/server-process';
+import { PROCESS_TEST_TIMEOUT_MS, ServerProcess, spawnServer, waitFor } from './support/server-process';
 import { signatureHeader, WEBHOOK_PATH } from './support/webhook-signing';
 
 const SECRET = 'whsec_sigkill_test';
@@ -118,5 +118,5 @@ describe('the server killed (SIGKILL) in the middle of 200 concurrent webhook de
     expect((await second.exited).code).toBe(0);
     // 200 deliveries and their redelivery through two server processes, each event a transaction of several
     // round trips: ~10–25 s on the shared two-core machine.
-  }, 60_000);
+  }, 2 * PROCESS_TEST_TIMEOUT_MS);
 });

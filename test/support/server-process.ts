@@ -12,6 +12,14 @@ export { waitFor };
 // The built server, as production runs it (`npm test` builds first; alone: `npm run build`).
 export const MAIN = join(ROOT, 'dist', 'src', 'main.js');
 
+/**
+ * How long a start may take before health answers: a wait, not a measure. A start on a loaded 2-core machine
+ * (CI's test:all beside the browser specs) has taken over 20 s.
+ */
+export const START_TIMEOUT_MS = 60_000;
+/** The Jest timeout of a test that starts a server process and waits for it. */
+export const PROCESS_TEST_TIMEOUT_MS = 2 * START_TIMEOUT_MS;
+
 export interface ServerProcess {
   child: ChildProcess;
   port: number;
@@ -54,7 +62,7 @@ export async function spawnServer(env: Record<string, string>, port?: number): P
     port: listenOn,
     output: () => output,
     exited,
-    healthy: async (timeoutMs = 30_000) => {
+    healthy: async (timeoutMs = START_TIMEOUT_MS) => {
       const outcome = await waitFor(
         'the service to become healthy',
         async () => (gone ? 'exited' : (await getStatus(listenOn, '/api/health')) === 200 ? 'healthy' : undefined),
