@@ -1,3 +1,4 @@
+import * as pg from 'pg';
 import { eventCommands } from '../src/cli/events.commands';
 import { PaymentProvider } from '../src/billing/payment-provider.port';
 import { ProviderSync, SyncSummary } from '../src/webhook/provider-sync.service';
@@ -10,6 +11,38 @@ import { waitFor } from './support/wait-for';
 import { deliver } from './support/webhook-signing';
 
 const nowS = () => Math.floor(Date.now() / 1000);
+
+interface Statement {
+  text: string;
+  values: unknown[];
+}
+
+/**
+ * The statements of the transaction that corrected `subscriptionId` while `work` ran: on its connection, from
+ * the one taking the subscription's lock to the COMMIT. The app's connections are node-postgres's own
+ * clients: every statement goes through pg.Client's query() (as test/hot-statement-plans.e2e-spec.ts counts them).
+ */
+async function correctionStatements(subscriptionId: string, work: () => Promise<unknown>): Promise<Statement[]> {
+  const capture = jest.spyOn(pg.Client.prototype, 'query');
+  let calls: unknown[][];
+  let clients: unknown[];
+  try {
+    await work();
+  } finally {
+    [calls, clients] = [[...capture.mock.calls], [...capture.mock.contexts]];
+    capture.mockRestore();
+  }
+  const sent = calls.map(([query, values], i) => {
+    const q = query as string | { text?: string; values?: unknown[] };
+    return { client: clients[i], text: typeof q === 'string' ? q : (q?.text ?? ''), values: (typeof q === 'string' ? values : q?.values) ?? [] };
+  });
+  const lock = sent.findIndex((s) => s.text.includes('pg_advisory_xact_lock') && JSON.stringify(s.values).includes(`"webhook:${subscriptionId}"`));
+  expect(lock).toBeGreaterThanOrEqual(0);
+  const transaction = sent.slice(lock).filter((s) => s.client === sent[lock].client);
+  const end = transaction.findIndex((s) => /^\s*COMMIT\b/i.test(s.text));
+  expect(end).toBeGreaterThan(0);
+  return transaction.slice(0, end).map(({ text, values }) => ({ text, values: values as unknown[] }));
+}
 
 /**
  * provider:sync (spec §9) carries the subscription's schedule and pending change too (spec §11.4, 11.5): a
@@ -112,7 +145,7 @@ describe('reconciliation of schedules and pending changes', () => {
     await t.http().post('/api/billing/subscription/change').set(s.owner.auth).send({ organisation_id: s.org.id, seats: 4 }).expect(200);
   });
 
-  it('a schedule that completed at the period end, its events lost: one correction of the seats (notified) and of the pending change', async () => {
+  it('a schedule that completed at the period end, its events lost: one correction of the seats (notified) and of the pending change, from one read of the row', async () => {
     const s = await subscribed(t, fake, { price: 'team_month', seats: 6 });
     await t.http().post('/api/billing/subscription/change').set(s.owner.auth).send({ organisation_id: s.org.id, seats: 4 }).expect(200);
     expect(await fake.deliverEvents()).not.toContain(500);
@@ -125,7 +158,16 @@ describe('reconciliation of schedules and pending changes', () => {
     Object.assign(fake.schedules.get(scheduleId)!, { status: 'completed', completed_at: nowS(), released_subscription: null });
     loseEvents();
 
-    expect(await sync()).toMatchObject({ events_applied: 0, subscriptions_corrected: 1 });
+    let summary: SyncSummary | undefined;
+    const statements = await correctionStatements(s.subscriptionId, async () => (summary = await sync()));
+    expect(summary).toMatchObject({ events_applied: 0, subscriptions_corrected: 1 });
+    // Under the lock (the first statement), the row is read once for both corrections, then written by each.
+    const reads = statements.filter((st) => /^\s*SELECT\b[\s\S]*\bprovider_subscriptions\b/i.test(st.text) && st.values.includes(s.subscriptionId));
+    const writes = statements.filter((st) => /^\s*UPDATE provider_subscriptions\b/i.test(st.text) && st.values[0] === s.subscriptionId);
+    expect(reads).toHaveLength(1);
+    expect(statements.indexOf(reads[0])).toBeGreaterThan(0);
+    expect(writes.map((st) => (/\bschedule_id\b/.test(st.text) ? 'schedule' : 'state'))).toEqual(['state', 'schedule']);
+    expect(statements.indexOf(writes[0])).toBeGreaterThan(statements.indexOf(reads[0]));
     expect(await read(s.owner, s.org.id)).toMatchObject({ seats: 4, current_period_end: s.periodEnd - 1 + 30 * 86_400, pending_change: null });
     expect(corrections(s.subscriptionId).at(-1)).toMatchObject({
       before: { seats: 6 },

@@ -59,6 +59,13 @@ export interface StoredSubscription {
   schedule: HeldSchedule;
 }
 
+/** A stored subscription as a correction (of its state and of its schedule) starts from. */
+export interface CorrectionStart {
+  state: DriftState;
+  pastDueSince: number | null;
+  schedule: HeldSchedule;
+}
+
 /** One applied event's values; `deleted` marks a `customer.subscription.deleted`. */
 export interface SubscriptionWrite extends SubscriptionFacts {
   id: string;
@@ -265,11 +272,11 @@ export class ProviderSubscriptionsRepository {
     return rows.map(stored);
   }
 
-  /** A subscription not deleted, with its grace start and its schedule: what a correction starts from. */
-  async findForCorrection(
-    m: EntityManager,
-    subscriptionId: string,
-  ): Promise<{ state: DriftState; pastDueSince: number | null; schedule: HeldSchedule } | undefined> {
+  /**
+   * A subscription not deleted, with its grace start and its schedule: what a correction of both starts from,
+   * read once under the caller's lock.
+   */
+  async findForCorrection(m: EntityManager, subscriptionId: string): Promise<CorrectionStart | undefined> {
     const row = await m.getRepository(ProviderSubscription).findOne({
       select: { ...DRIFT_COLUMNS, ...SCHEDULE_COLUMNS, pastDueSince: true },
       where: { subscriptionId, deletedEventCreated: IsNull() },

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { SubscriptionFacts } from './provider-subscription-facts';
 import {
+  CorrectionStart,
   DriftState,
   HeldSchedule,
   KnownSubscription,
@@ -50,6 +51,12 @@ export function scheduleDrifted(stored: HeldSchedule, now: HeldSchedule): boolea
   // Field by field: a stored pending change comes back from jsonb with its keys in another order.
   const samePending = a === null || b === null ? a === b : a.tier === b.tier && a.interval === b.interval && a.seats === b.seats && a.effective_at === b.effective_at;
   return stored.scheduleId !== now.scheduleId || !samePending;
+}
+
+/** What one correction changed: its state, its schedule and pending change, or both, each before and after. */
+export interface Correction {
+  state?: { before: DriftState; after: DriftState };
+  schedule?: { before: HeldSchedule; after: HeldSchedule };
 }
 
 /** The rank of a schedule event that ends a schedule (updated 1 < released, canceled, completed 2). */
@@ -128,19 +135,37 @@ export class ProviderSubscriptions {
   }
 
   /**
-   * Brings a subscription to what the provider says now (the reconciliation found it drifted). `asOf` (now)
-   * becomes its last event time, so an older event arriving later cannot undo the correction. A
-   * subscription the provider has canceled is deleted here too. Answers the state before and after when
-   * something changed, else undefined.
+   * Brings a subscription to what the provider says now (the reconciliation found it drifted): its state
+   * (`now`) and, when given, its schedule and pending change (`schedule`, spec §9), both from one read of its
+   * row. The caller holds the subscription's lock. `asOf` (now) becomes its last event time, so an older event
+   * arriving later cannot undo the correction; the schedule is applied as the newest schedule event, of `asOf`
+   * with the rank of an ending one, so a schedule event as old or older arriving later is stale. A
+   * subscription the provider has canceled is deleted here, its schedule left as it is. Answers what changed
+   * (each part before and after), else undefined.
    */
   async correct(
     manager: EntityManager,
     subscriptionId: string,
     now: ProviderState,
+    schedule: HeldSchedule | undefined,
     asOf: number,
-  ): Promise<{ before: DriftState; after: DriftState } | undefined> {
+  ): Promise<Correction | undefined> {
     const row = await this.repository.findForCorrection(manager, subscriptionId);
     if (!row) return undefined;
+    const state = await this.correctState(manager, subscriptionId, row, now, asOf);
+    // Corrected to canceled, the row is deleted now: a deleted subscription takes no schedule.
+    const deleted = state?.after.status === 'canceled';
+    const held = schedule && !deleted ? await this.correctSchedule(manager, subscriptionId, row.schedule, schedule, asOf) : undefined;
+    return state || held ? { ...(state && { state }), ...(held && { schedule: held }) } : undefined;
+  }
+
+  private async correctState(
+    manager: EntityManager,
+    subscriptionId: string,
+    row: CorrectionStart,
+    now: ProviderState,
+    asOf: number,
+  ): Promise<Correction['state']> {
     const before = row.state;
     const after = drifted(before, now);
     if (!after) return undefined;
@@ -149,22 +174,14 @@ export class ProviderSubscriptions {
     return { before, after };
   }
 
-  /**
-   * Brings a subscription's schedule and pending change to what the provider says now (`now`: the
-   * reconciliation found them drifted, spec §9), as `correct` does the rest: applied as the newest schedule
-   * event, of `asOf` (now) with the rank of an ending one, so a schedule event as old or older arriving later is
-   * stale. Answers the schedule before and after when something changed, else undefined. The caller holds the
-   * subscription's lock.
-   */
-  async correctSchedule(
+  private async correctSchedule(
     manager: EntityManager,
     subscriptionId: string,
+    before: HeldSchedule,
     now: HeldSchedule,
     asOf: number,
-  ): Promise<{ before: HeldSchedule; after: HeldSchedule } | undefined> {
-    const row = await this.repository.findForCorrection(manager, subscriptionId);
-    if (!row || !scheduleDrifted(row.schedule, now)) return undefined;
-    const before = row.schedule;
+  ): Promise<Correction['schedule']> {
+    if (!scheduleDrifted(before, now)) return undefined;
     // A schedule that holds the subscription becomes its own, with its pending change; none lets go of the stored one.
     const schedule =
       now.scheduleId !== null

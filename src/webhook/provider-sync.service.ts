@@ -193,15 +193,16 @@ export class ProviderSync {
     // Under the subscription's advisory lock, like its webhook events: a delivery of one cannot interleave.
     const change = await transaction(this.db, async (manager) => {
       await lockProviderIds(manager, [stored.customerId ?? undefined, stored.id]);
-      const asOf = nowSeconds();
-      const corrected = await this.subscriptions.correct(manager, stored.id, now, asOf);
-      // Notified like any change, in the transaction of the correction.
-      if (corrected) await this.notifications.licenseMayHaveChanged(manager, stored.organisationId);
-      const scheduleCorrected = scheduleDrift ? await this.subscriptions.correctSchedule(manager, stored.id, schedule, asOf) : undefined;
-      return corrected || scheduleCorrected ? { ...corrected, ...(scheduleCorrected && { schedule: scheduleCorrected }) } : undefined;
+      // One read of the row under the lock, for the state and the schedule both.
+      const corrected = await this.subscriptions.correct(manager, stored.id, now, scheduleDrift ? schedule : undefined, nowSeconds());
+      // Notified like any change, in the transaction of the correction, after both writes: the schedule's
+      // locks no row the state's did not (the same row), and a pending change shapes no license.
+      if (corrected?.state) await this.notifications.licenseMayHaveChanged(manager, stored.organisationId);
+      return corrected;
     });
     if (!change) return false;
-    this.logger.warn({ msg: 'subscription corrected to what the provider says', subscriptionId: stored.id, organisationId: stored.organisationId, ...change });
+    const { state, schedule: held } = change;
+    this.logger.warn({ msg: 'subscription corrected to what the provider says', subscriptionId: stored.id, organisationId: stored.organisationId, ...state, ...(held && { schedule: held }) });
     return true;
   }
 }
