@@ -43,12 +43,16 @@ describe('console sign-in through an OpenID provider', () => {
     idp = oidcProvider({
       port: idpPort,
       redirectUri: `${origin}/console/oidc/callback`,
+      postLogoutRedirectUri: `${origin}/console/sign-in`,
       accounts: {
         alice: { email: 'alice@example.com', emailVerified: true },
         dana: { email: 'Dana@OPS.Example.org', emailVerified: true },
         carol: { email: 'carol@example.com', emailVerified: false },
         mallory: { email: 'mallory@evil-example.com', emailVerified: true },
         eve: { email: 'eve@example.com.evil.io', emailVerified: true },
+        // Their email claims are in the ID token only, and their UserInfo answers none.
+        frank: { email: 'frank@example.com', emailVerified: true, inIdToken: true },
+        grace: { email: 'grace@example.com', emailVerified: false, inIdToken: true },
       },
     });
     // The provider is not listening yet: the start must not wait for it, nor fail.
@@ -154,6 +158,8 @@ describe('console sign-in through an OpenID provider', () => {
     const audit = await db.query(`SELECT actor, after FROM audit_log WHERE action = 'operator.signed_in' ORDER BY id`);
     expect(audit.length).toBe(before + 1);
     expect(audit.at(-1)).toEqual({ actor: 'operator:alice@example.com', after: { via: 'oidc' } });
+    // The ID token left the email out: the service read it from UserInfo.
+    expect(idp.userinfoAnswered).toEqual(['alice']);
     // Single use: the sign-in under way is gone, and so is the browser's handle on it.
     expect(await count(`SELECT count(*)::int AS n FROM console_oidc_logins`)).toBe(0);
     const cookies = await browserPage.context().cookies([`${origin}/console`, `${origin}/console/oidc/callback`]);
@@ -190,6 +196,27 @@ describe('console sign-in through an OpenID provider', () => {
     expect(status).toBe(403);
     expect(await page.getByRole('alert').textContent()).toContain('has not verified the email address carol@example.com');
     expect(await sessions('carol@example.com')).toBe(0);
+  });
+
+  it('takes the email from the ID token when the provider puts it there, without asking UserInfo', async () => {
+    if (!browser) return;
+    const { page, status } = await signInAs('frank');
+    expect(status).toBe(200);
+    await page.waitForURL(`${origin}/console`);
+    expect(await page.locator('.who').textContent()).toBe('frank@example.com');
+    expect(await sessions('frank@example.com')).toBe(1);
+    // frank's UserInfo has no email: a service that read it would have refused him.
+    expect(idp.userinfoAnswered).not.toContain('frank');
+  });
+
+  it('refuses an ID token whose email_verified is false (403), and makes nothing', async () => {
+    if (!browser) return;
+    const { page, status } = await signInAs('grace');
+    expect(status).toBe(403);
+    expect(await page.getByRole('alert').textContent()).toContain('has not verified the email address grace@example.com');
+    expect(await sessions('grace@example.com')).toBe(0);
+    expect(await count(`SELECT count(*)::int AS n FROM audit_log WHERE actor = 'operator:grace@example.com'`)).toBe(0);
+    expect(idp.userinfoAnswered).not.toContain('grace');
   });
 
   it('refuses a replayed callback, even with the cookie it came with, and a callback without its sign-in', async () => {

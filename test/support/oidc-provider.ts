@@ -5,6 +5,8 @@ import Provider from 'oidc-provider';
 export interface OidcAccount {
   email: string;
   emailVerified: boolean;
+  /** The email claims go in this account's ID token, and its UserInfo leaves them out (else the other way round). */
+  inIdToken?: boolean;
 }
 
 export interface TestOidcProvider {
@@ -15,21 +17,32 @@ export interface TestOidcProvider {
   listen(): Promise<void>;
   /** Stops listening (it can listen again, its state kept). */
   close(): Promise<void>;
+  /** The logins whose claims the UserInfo endpoint has answered, in order. */
+  userinfoAnswered: string[];
 }
 
 /**
  * A real OpenID provider (the `oidc-provider` package, certified), in this process, for the console's sign-in
- * tests: one confidential client (client_secret_basic) with the given redirect URI, PKCE (S256) required, and
- * its development login page, where the login typed is the account id. `accounts` gives each login its email
- * claims; any other login has none. Consent is taken as given (one screen less to drive). Scope claims are
- * kept out of the ID token (OpenID Connect Core 5.4, the provider's default), so the service has to read
- * them from UserInfo. On Node 20 the package prints "Unsupported runtime" once when loaded (it asks for Node
- * 22 LTS); it runs all the same.
+ * tests: one confidential client (client_secret_basic) with the given redirect URI and post-logout redirect
+ * URI (RP-Initiated Logout, which the provider advertises as `end_session_endpoint`), PKCE (S256) required,
+ * and its development login page, where the login typed is the account id. `accounts` gives each login its
+ * email claims; any other login has none. Consent is taken as given (one screen less to drive). An account's
+ * email claims are in its UserInfo only (OpenID Connect Core 5.4, what most providers do when they issue an
+ * access token), so the service has to read them there, or with `inIdToken` in its ID token only (as Google
+ * or Keycloak do), so the service has to take them from there. On Node 20 the package prints "Unsupported
+ * runtime" once when loaded (it asks for Node 22 LTS); it runs all the same.
  */
-export function oidcProvider(opts: { port: number; host?: string; redirectUri: string; accounts: Record<string, OidcAccount> }): TestOidcProvider {
+export function oidcProvider(opts: {
+  port: number;
+  host?: string;
+  redirectUri: string;
+  postLogoutRedirectUri: string;
+  accounts: Record<string, OidcAccount>;
+}): TestOidcProvider {
   const issuer = `http://${opts.host ?? '127.0.0.1'}:${opts.port}`;
   const clientId = 'billing-console';
   const clientSecret = randomBytes(24).toString('base64url');
+  const userinfoAnswered: string[] = [];
   const signingKey = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }), kid: 'test', use: 'sig', alg: 'RS256' };
   const provider = quietly(() => new Provider(issuer, {
     clients: [
@@ -37,6 +50,7 @@ export function oidcProvider(opts: { port: number; host?: string; redirectUri: s
         client_id: clientId,
         client_secret: clientSecret,
         redirect_uris: [opts.redirectUri],
+        post_logout_redirect_uris: [opts.postLogoutRedirectUri],
         grant_types: ['authorization_code'],
         response_types: ['code'],
         token_endpoint_auth_method: 'client_secret_basic',
@@ -45,6 +59,8 @@ export function oidcProvider(opts: { port: number; host?: string; redirectUri: s
     jwks: { keys: [signingKey as never] },
     cookies: { keys: [randomBytes(16).toString('hex')] },
     claims: { openid: ['sub'], email: ['email', 'email_verified'] },
+    // Scope claims may go in the ID token; claims() below decides, per account, where they go.
+    conformIdTokenClaims: false,
     pkce: { required: () => true },
     ttl: { AccessToken: 600, IdToken: 600, Interaction: 600, Session: 3600, Grant: 3600, AuthorizationCode: 60 },
     features: { devInteractions: { enabled: true } },
@@ -52,7 +68,11 @@ export function oidcProvider(opts: { port: number; host?: string; redirectUri: s
       const account = opts.accounts[id];
       return {
         accountId: id,
-        claims: async () => (account ? { sub: id, email: account.email, email_verified: account.emailVerified } : { sub: id }),
+        claims: async (use: string) => {
+          if (use === 'userinfo') userinfoAnswered.push(id);
+          const here = account && (use === 'id_token') === (account.inIdToken === true);
+          return here ? { sub: id, email: account.email, email_verified: account.emailVerified } : { sub: id };
+        },
       };
     },
     async loadExistingGrant(ctx) {
@@ -67,6 +87,7 @@ export function oidcProvider(opts: { port: number; host?: string; redirectUri: s
     issuer,
     clientId,
     clientSecret,
+    userinfoAnswered,
     listen: () =>
       new Promise<void>((resolve, reject) => {
         if (server) return resolve();
