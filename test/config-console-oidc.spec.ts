@@ -2,7 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config/app-config';
-import { operatorEmail, OidcRefused } from '../src/console/console-oidc.service';
+import * as openid from 'openid-client';
+import { endSessionUrl, operatorEmail, OidcRefused } from '../src/console/console-oidc.service';
 
 const base = () => ({ DATA_DIR: mkdtempSync(join(tmpdir(), 'billing-config-')), PAYPROVIDER_WEBHOOK_SECRET: 'whsec_x' });
 const oidc = {
@@ -104,5 +105,21 @@ describe('operatorEmail: who an ID token may sign in', () => {
 
   it.each([false, 'true', undefined])('refuses an email whose email_verified is %p', (verified) => {
     expect(() => operatorEmail(claims('alice@example.com', verified), settings)).toThrow(/has not verified the email address alice@example.com/);
+  });
+});
+
+describe('endSessionUrl: where signing out of an OpenID console session sends the browser', () => {
+  const provider = (metadata: Partial<openid.ServerMetadata> = {}) =>
+    new openid.Configuration({ issuer: 'https://login.example.com', token_endpoint: 'https://login.example.com/token', ...metadata }, 'billing-console', 'hunter2');
+  const back = 'https://billing.example.com/console/sign-in';
+
+  it('is none when the provider advertises no end_session_endpoint (the sign-in page, as before)', () => {
+    expect(endSessionUrl(provider(), back)).toBeUndefined();
+  });
+
+  it('is the end_session_endpoint with client_id and post_logout_redirect_uri, and no id_token_hint', () => {
+    const url = new URL(endSessionUrl(provider({ end_session_endpoint: 'https://login.example.com/logout?tenant=staff' }), back)!);
+    expect(url.origin + url.pathname).toBe('https://login.example.com/logout');
+    expect(Object.fromEntries(url.searchParams)).toEqual({ tenant: 'staff', client_id: 'billing-console', post_logout_redirect_uri: back });
   });
 });

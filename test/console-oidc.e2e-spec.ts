@@ -21,8 +21,9 @@ const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
  * a real provider (oidc-provider) on another site (127.0.0.1 while the console is on localhost, so that
  * SameSite works as it would in production): the authorization code flow with PKCE through the provider's
  * own login page. The service starts while the provider is down and signs in once it is up; only a verified
- * email at an allowed domain gets a session; a replayed or forged callback gets nothing; the API does not
- * accept the session; one-time links still work.
+ * email at an allowed domain (from UserInfo, or from the ID token when it carries one) gets a session; a
+ * replayed or forged callback gets nothing; the API does not accept the session; signing out ends the
+ * provider's session too (RP-Initiated Logout); one-time links still work.
  */
 describe('console sign-in through an OpenID provider', () => {
   let browser: Browser | undefined;
@@ -360,6 +361,43 @@ describe('console sign-in through an OpenID provider', () => {
     expect((await get('/console', { Cookie: `console_session=${cookie.value}` })).status).toBe(200);
   });
 
+  it('signs out at the provider too: the console session is revoked and the next sign-in asks for the login again', async () => {
+    if (!browser) return;
+    const button = `Sign in with ${new URL(idp.issuer).host}`;
+    const { page, problems } = await signInAs('alice');
+    await page.waitForURL(`${origin}/console`);
+    // While the provider's session lasts, signing in again asks nothing: the provider sends the browser straight back.
+    await page.goto(`${origin}/console/sign-in`);
+    await page.getByRole('link', { name: button }).click();
+    await page.waitForURL(`${origin}/console`);
+    const [cookie] = await page.context().cookies(`${origin}/console`);
+    const live = () => count(`SELECT count(*)::int AS n FROM console_sessions WHERE token_hash = sha256(convert_to($1, 'UTF8'))`, [cookie.value]);
+    expect(await live()).toBe(1);
+    const audited = await count(`SELECT count(*)::int AS n FROM audit_log`);
+
+    const endSession: string[] = [];
+    page.on('request', (req) => {
+      if (req.url().startsWith(`${idp.issuer}/session/end?`)) endSession.push(req.url());
+    });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    // The provider asks whether to sign out there too (the request carries no id_token_hint).
+    await page.getByRole('button', { name: 'Yes, sign me out' }).click();
+    await page.waitForURL(`${origin}/console/sign-in`);
+    expect(problems).toEqual([]);
+    // The console session ended here before the browser left for the provider.
+    expect(await live()).toBe(0);
+    expect((await get('/console', { Cookie: `console_session=${cookie.value}` })).status).toBe(303);
+    expect(await page.context().cookies(`${origin}/console`)).toEqual([]);
+    expect(await count(`SELECT count(*)::int AS n FROM audit_log`)).toBe(audited); // as a link's sign-out: nothing
+    const params = Object.fromEntries(new URL(endSession[0]).searchParams);
+    expect(params).toEqual({ client_id: idp.clientId, post_logout_redirect_uri: `${origin}/console/sign-in` });
+
+    // The provider's session is gone: the next sign-in asks for the login again.
+    await page.getByRole('link', { name: button }).click();
+    await page.locator('input[name="login"]').waitFor();
+    expect(page.url().startsWith(idp.issuer)).toBe(true);
+  });
+
   it('still signs in by one-time link (the CLI holder’s way in when the provider is down)', async () => {
     if (!browser) return;
     const { url } = await app!.get(ConsoleAuthService).createLink('oncall@example.net', 15);
@@ -372,5 +410,18 @@ describe('console sign-in through an OpenID provider', () => {
     });
     expect(res.status).toBe(303);
     expect(await sessions('oncall@example.net')).toBe(1);
+
+    // Its sign-out stays here: the provider's end-session endpoint is for sessions made through it.
+    const cookie = /^console_session=[^;]+/.exec(res.headers.getSetCookie()[0])![0];
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await (await get('/console', { Cookie: cookie })).text())![1];
+    const out = await fetch(`${origin}/console/sign-out`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: origin, Cookie: cookie },
+      body: new URLSearchParams({ _csrf: csrf }),
+      redirect: 'manual',
+    });
+    expect(out.status).toBe(303);
+    expect(out.headers.get('location')).toBe('/console/sign-in');
+    expect(await sessions('oncall@example.net')).toBe(0);
   });
 });

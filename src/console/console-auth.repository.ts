@@ -69,8 +69,9 @@ export class ConsoleAuthRepository {
     return rows[0];
   }
 
-  async deleteSession(m: EntityManager, tokenHash: Buffer): Promise<boolean> {
-    const [, count] = (await m.query(`DELETE FROM console_sessions WHERE token_hash = $1`, [tokenHash])) as [unknown, number];
-    return count > 0;
+  /** Deletes a session: how it was made (`link` or `oidc`), or undefined when there was none. */
+  async deleteSession(m: EntityManager, tokenHash: Buffer): Promise<string | undefined> {
+    const [rows] = await m.query<[{ via: string }[], number]>(`DELETE FROM console_sessions WHERE token_hash = $1 RETURNING via`, [tokenHash]);
+    return rows[0]?.via;
   }
 }

@@ -94,8 +94,10 @@ export class ConsoleAuthService {
     return actual.length === expected.length && timingSafeEqual(actual, expected);
   }
 
-  async signOut(token: string | undefined): Promise<void> {
-    if (token && TOKEN.test(token)) await transaction(this.db, (m) => this.repository.deleteSession(m, sha256(token)));
+  /** Ends a console session: how it was made (`link` or `oidc`), or undefined when there was none. */
+  async signOut(token: string | undefined): Promise<string | undefined> {
+    if (!token || !TOKEN.test(token)) return undefined;
+    return transaction(this.db, (m) => this.repository.deleteSession(m, sha256(token)));
   }
 
   /** Cookie attributes of `console_session`: Secure when the service is reached over https. */

@@ -11,6 +11,11 @@ export const OIDC_COOKIE = 'console_oidc';
 export const OIDC_LOGIN_TTL_S = 10 * 60;
 /** Where the provider sends the operator back; register `<PUBLIC_URL>/console/oidc/callback` with it. */
 export const OIDC_CALLBACK_PATH = '/console/oidc/callback';
+/**
+ * Where the provider sends the browser back after signing the operator out there (RP-Initiated Logout);
+ * register `<PUBLIC_URL>/console/sign-in` with it as post-logout redirect URI.
+ */
+export const OIDC_SIGNED_OUT_PATH = '/console/sign-in';
 /** Discovery and the token request give up after this long (the operator is waiting). */
 const OIDC_TIMEOUT_S = 10;
 const HANDLE = /^[A-Za-z0-9_-]{43}$/;
@@ -137,6 +142,18 @@ export class ConsoleOidcService implements OnApplicationBootstrap {
     return this.auth.signInVerified(email, 'oidc', requestId);
   }
 
+  /**
+   * Where the browser goes once a console session made through the provider has ended here: the provider's
+   * end-session endpoint, to end the operator's session there too and come back to the sign-in page.
+   * Undefined (the sign-in page at once) without OpenID sign-in, when the provider's discovery document
+   * advertises no end_session_endpoint, or when the provider cannot be reached.
+   */
+  async endSessionUrl(): Promise<string | undefined> {
+    if (!this.config.consoleOidc) return undefined;
+    const provider = await this.provider().catch(() => undefined);
+    return provider && endSessionUrl(provider, consoleUrl(this.config, OIDC_SIGNED_OUT_PATH));
+  }
+
   /** The provider's configuration, discovered once; a failed discovery is logged and tried again next time. */
   private provider(): Promise<oidc.Configuration> {
     const settings = this.config.consoleOidc!;
@@ -165,6 +182,16 @@ export class ConsoleOidcService implements OnApplicationBootstrap {
     this.logger.log({ msg: 'console OpenID sign-in refused: the answer does not match this sign-in', err: describe(err) });
     return new OidcRefused('The answer from the OpenID provider does not match this sign-in (state, code or ID token). Nobody was signed in. Start again.');
   }
+}
+
+/**
+ * The provider's end-session URL (RP-Initiated Logout 1.0) with client_id and post_logout_redirect_uri, and no
+ * id_token_hint (the console keeps no ID token: docs/decisions.md); undefined when its discovery document
+ * advertises no end_session_endpoint.
+ */
+export function endSessionUrl(provider: oidc.Configuration, postLogoutRedirectUri: string): string | undefined {
+  if (!provider.serverMetadata().end_session_endpoint) return undefined;
+  return oidc.buildEndSessionUrl(provider, { post_logout_redirect_uri: postLogoutRedirectUri }).href;
 }
 
 type EmailClaims = { sub: string; email?: unknown; email_verified?: unknown };

@@ -7,6 +7,7 @@ import { DELIVERY_STATUSES, DeliveryStatus } from '../notifications/notification
 import { LEDGER_STATUSES, LedgerStatus } from '../webhook/webhook-event.entity';
 import { CONSOLE_COOKIE, ConsoleAuthService } from './console-auth.service';
 import { ConsoleExceptionFilter } from './console-exception.filter';
+import { ConsoleOidcService } from './console-oidc.service';
 import { redirectWithFlash, sendPage, takeFlash } from './console-pages';
 import { consoleToken, ConsoleRequest, ConsoleSessionGuard } from './console-session.guard';
 import { ConsoleViews, PageData } from './console-views';
@@ -53,6 +54,7 @@ export class ConsoleController {
     private readonly console: ConsoleService,
     private readonly auth: ConsoleAuthService,
     private readonly views: ConsoleViews,
+    private readonly oidc: ConsoleOidcService,
   ) {}
 
   @Get()
@@ -161,9 +163,13 @@ export class ConsoleController {
 
   @Post('sign-out')
   async signOut(@Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
-    await this.auth.signOut(consoleToken(req));
+    const via = await this.auth.signOut(consoleToken(req));
     res.clearCookie(CONSOLE_COOKIE, { path: '/console' });
-    res.redirect(303, '/console/sign-in');
+    const endSession = via === 'oidc' ? await this.oidc.endSessionUrl() : undefined;
+    if (!endSession) return res.redirect(303, '/console/sign-in');
+    // On to the provider to end its session too, by a page: the console's CSP (form-action 'self') also
+    // covers the redirect after a form post, so Chromium would block a redirect to another site.
+    sendPage(res, 200, this.views.render('signedOut', { title: 'Signed out', refresh: endSession, provider: this.oidc.providerName }));
   }
 
   private page(req: ConsoleRequest, res: Response, template: Template, data: PageData): void {

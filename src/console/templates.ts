@@ -73,6 +73,12 @@ const signedIn = String.raw`<% layout('@layout') %>
 <p>You are signed in. <a href="/console">Continue to the console</a>.</p>
 `;
 
+// After signing out of a session made through the OpenID provider: moves on to the provider's end-session
+// endpoint by itself (a meta refresh: form-action 'self' would block a redirect after the sign-out's form post).
+const signedOut = String.raw`<% layout('@layout') %>
+<p>You are signed out of the console. <a href="<%= it.refresh %>">Sign out at <%= it.provider %> too</a>.</p>
+`;
+
 const link = String.raw`<% layout('@layout') %>
 <p>This one-time link signs you in to the billing console. It works once.</p>
 <form method="post" action="/console/sign-in/link">
@@ -480,6 +486,7 @@ export const TEMPLATES = {
   layout,
   signIn,
   signedIn,
+  signedOut,
   link,
   error,
   overview,
