@@ -14,6 +14,7 @@ export const DOCS_JSON_PATH = '/api/docs-json';
 
 /** Builds the OpenAPI document from the controllers' decorators. Called once, at start. */
 export function buildOpenApiDocument(app: INestApplication, tiers: TierTable): OpenAPIObject {
+  const project = packageJson();
   const config = new DocumentBuilder()
     .setTitle('Subscription billing and licensing service')
     .setDescription(
@@ -22,7 +23,7 @@ export function buildOpenApiDocument(app: INestApplication, tiers: TierTable): O
         "app's own access token, when AUTH_JWT_JWKS_URL is configured). Every error has the body " +
         '`{statusCode, error, message, code}` and every response carries `X-Request-Id`.',
     )
-    .setVersion(packageVersion())
+    .setVersion(project.version)
     .addBearerAuth(
       {
         type: 'http',
@@ -46,6 +47,7 @@ export function buildOpenApiDocument(app: INestApplication, tiers: TierTable): O
     // documents the header itself.
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when configured' }, SECURITY.metricsToken)
     .build();
+  config.info.license = licenseOf(project.license);
   const document = SwaggerModule.createDocument(app, config, {
     extraModels: [ErrorResponse, ...NOTIFICATION_WEBHOOKS.map((webhook) => webhook.model)],
   });
@@ -101,10 +103,22 @@ export function serveOpenApi(app: INestApplication, document: OpenAPIObject): vo
 }
 
 /** package.json sits at the project root, above both src/ops (tests) and dist/src/ops (build). */
-function packageVersion(): string {
+function packageJson(): { version: string; license?: string } {
   for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
     const file = join(dir, 'package.json');
-    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+    if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as { version: string; license?: string };
   }
-  return '0.0.0';
+  return { version: '0.0.0' };
+}
+
+/**
+ * The document's license is package.json's. npm's `UNLICENSED` says the project grants no license (it has
+ * chosen none), which no SPDX identifier says: named as it is, with npm's definition of the word as its URL.
+ * Another value is taken for an SPDX expression, given as the identifier (npm's `SEE LICENSE IN <file>` would
+ * need its file's URL here instead).
+ */
+function licenseOf(license: string | undefined): OpenAPIObject['info']['license'] {
+  if (!license) return undefined;
+  if (license === 'UNLICENSED') return { name: license, url: 'https://docs.npmjs.com/cli/configuring-npm/package-json#license' };
+  return { name: license, identifier: license } as OpenAPIObject['info']['license'];
 }
