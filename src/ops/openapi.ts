@@ -55,6 +55,10 @@ export function buildOpenApiDocument(app: INestApplication, tiers: TierTable): O
   // A revoke names one session or one user, never both nor neither (the controller refuses those with 400).
   const revoke = document.components?.schemas?.RevokeSessionsDto as { oneOf?: object[]; properties: Record<string, object> } | undefined;
   if (revoke) revoke.oneOf = ['token', 'user_id'].map((name) => ({ required: [name], properties: { [name]: revoke.properties[name] } }));
+  // The check's feature form answers `allowed` alone, its metric form `used`, `limit` and `remaining` too: closed,
+  // the feature form's answer excludes the metric form's, as the route's oneOf of the two says.
+  const featureCheck = document.components?.schemas?.FeatureCheckResponse as { additionalProperties?: boolean } | undefined;
+  if (featureCheck) featureCheck.additionalProperties = false;
   // /metrics is open while METRICS_TOKEN is unset: its token is optional in the document too.
   for (const operation of Object.values(document.paths['/metrics'] ?? {})) operation.security?.push({});
   return exactDocument(document, { databaseRoutes: (path) => path !== '/metrics' && path !== JWKS_ROUTE,
