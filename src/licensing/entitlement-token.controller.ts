@@ -19,6 +19,7 @@ export class EntitlementTokenController {
       'A compact JWS of the entitlements without usage (see EntitlementClaims), valid for ttl_s seconds, verifiable against ' +
       '/.well-known/jwks.json. 503 signing_key_missing in production when ENTITLEMENT_SIGNING_KEYS is not set.',
   })
+  // The token's contentSchema refers to EntitlementClaims, which Nest does not follow: registered here.
   @ApiExtraModels(EntitlementClaims, TokenLimit)
   @ApiOkResponse({ type: EntitlementToken })
   @ApiErrors(400, 401, 403, 404, 503)

@@ -41,16 +41,6 @@ export class EntitlementTokenQuery {
   ttl_s?: number;
 }
 
-export class EntitlementToken {
-  @ApiProperty({
-    description:
-      'A compact JWS (header alg EdDSA or ES256, kid, typ JWT) whose payload is EntitlementClaims plus iss (PUBLIC_URL), sub ' +
-      '(the organisation id), iat and exp; verify it against /.well-known/jwks.json (the client\'s verifyEntitlements)',
-  })
-  token: string;
-  @ApiProperty({ type: 'string', format: 'date-time', description: 'Its exp, as a time' }) expires_at: string;
-}
-
 /** A limit as a token carries it: no `used`, no `at_capacity` (a token never carries usage). */
 export class TokenLimit {
   @ApiProperty({ type: 'integer', minimum: 0, description: 'The limit in force' }) limit: number;
@@ -71,4 +61,50 @@ export class EntitlementClaims {
   features: Record<string, boolean>;
   @ApiProperty({ type: 'object', additionalProperties: { $ref: getSchemaPath(TokenLimit) }, description: 'Every metric' })
   limits: Record<string, TokenLimit>;
+}
+
+/**
+ * A token as JSON Schema describes a JWT (2020-12 validation, 8.6): a string of media type application/jwt whose
+ * content is [header, claims]. The claims are EntitlementClaims and the registered ones, which is how the document
+ * says what the token carries (the route answers the token, never the claims themselves).
+ */
+const ENTITLEMENT_JWT = {
+  contentMediaType: 'application/jwt',
+  contentSchema: {
+    type: 'array',
+    minItems: 2,
+    prefixItems: [
+      {
+        type: 'object',
+        properties: { alg: { enum: ['EdDSA', 'ES256'] }, kid: { type: 'string' }, typ: { const: 'JWT' } },
+        required: ['alg', 'kid', 'typ'],
+      },
+      {
+        allOf: [
+          { $ref: getSchemaPath(EntitlementClaims) },
+          {
+            type: 'object',
+            properties: {
+              iss: { type: 'string', description: "PUBLIC_URL's origin" },
+              sub: { type: 'string', format: 'uuid', description: 'The organisation id' },
+              iat: { type: 'integer' },
+              exp: { type: 'integer' },
+            },
+            required: ['iss', 'sub', 'iat', 'exp'],
+          },
+        ],
+      },
+    ],
+  },
+};
+
+export class EntitlementToken {
+  @ApiProperty({
+    description:
+      'A compact JWS (header alg EdDSA or ES256, kid, typ JWT) whose payload is EntitlementClaims plus iss (PUBLIC_URL), sub ' +
+      '(the organisation id), iat and exp; verify it against /.well-known/jwks.json (the client\'s verifyEntitlements)',
+    ...ENTITLEMENT_JWT,
+  })
+  token: string;
+  @ApiProperty({ type: 'string', format: 'date-time', description: 'Its exp, as a time' }) expires_at: string;
 }
