@@ -1,4 +1,5 @@
 import { INestApplication } from '@nestjs/common';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import pino from 'pino';
 import type { Browser, Page, Request as BrowserRequest } from 'playwright-core';
@@ -21,9 +22,11 @@ const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
  * a real provider (oidc-provider) on another site (127.0.0.1 while the console is on localhost, so that
  * SameSite works as it would in production): the authorization code flow with PKCE through the provider's
  * own login page. The service starts while the provider is down and signs in once it is up; only a verified
- * email at an allowed domain (from UserInfo, or from the ID token when it carries one) gets a session; a
- * replayed or forged callback gets nothing; the API does not accept the session; signing out ends the
- * provider's session too (RP-Initiated Logout); one-time links still work.
+ * email at an allowed domain (from UserInfo, or from the ID token when it carries one) gets a session; the
+ * start writes nothing; a forged, tampered or expired handle is refused before the provider is asked; a
+ * replayed callback is refused by the provider (its code is single use) and gets nothing; the API does not
+ * accept the session; signing out ends the provider's session too (RP-Initiated Logout); one-time links
+ * still work.
  */
 describe('console sign-in through an OpenID provider', () => {
   let browser: Browser | undefined;
@@ -80,6 +83,9 @@ describe('console sign-in through an OpenID provider', () => {
   const get = (path: string, headers: Record<string, string> = {}) => fetch(`${origin}${path}`, { headers, redirect: 'manual' });
   const count = async (sql: string, params: unknown[] = []) => ((await db.query(sql, params)) as { n: number }[])[0].n;
   const sessions = (email: string) => count(`SELECT count(*)::int AS n FROM console_sessions WHERE email = $1`, [email]);
+  const tokenRequests = () => idp.requests.filter((r) => r === 'POST /token').length;
+  /** State, nonce and code verifier of a handle, derived as the service does (console-oidc.service.ts). */
+  const derived = (label: string, handle: string) => createHash('sha256').update(`console-oidc-${label}:${handle}`).digest('base64url');
 
   interface Attempt {
     page: Page;
@@ -127,7 +133,6 @@ describe('console sign-in through an OpenID provider', () => {
     const down = await get('/console/oidc/start');
     expect(down.status).toBe(503);
     expect(await down.text()).toContain('cannot be reached right now');
-    expect(await count(`SELECT count(*)::int AS n FROM console_oidc_logins`)).toBe(0);
 
     // The button on a phone: reachable by keyboard, no serious axe-core violation, nothing wider than the screen.
     const phone = await browser.newPage({ viewport: { width: 375, height: 667 } });
@@ -161,8 +166,7 @@ describe('console sign-in through an OpenID provider', () => {
     expect(audit.at(-1)).toEqual({ actor: 'operator:alice@example.com', after: { via: 'oidc' } });
     // The ID token left the email out: the service read it from UserInfo.
     expect(idp.userinfoAnswered).toEqual(['alice']);
-    // Single use: the sign-in under way is gone, and so is the browser's handle on it.
-    expect(await count(`SELECT count(*)::int AS n FROM console_oidc_logins`)).toBe(0);
+    // The browser's handle on the sign-in is gone.
     const cookies = await browserPage.context().cookies([`${origin}/console`, `${origin}/console/oidc/callback`]);
     expect(cookies.map((c) => c.name)).toEqual(['console_session']);
     expect(cookies[0]).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/console' });
@@ -220,28 +224,49 @@ describe('console sign-in through an OpenID provider', () => {
     expect(idp.userinfoAnswered).not.toContain('grace');
   });
 
-  it('refuses a replayed callback, even with the cookie it came with, and a callback without its sign-in', async () => {
+  it('refuses a replayed callback, even with the cookie it came with (the provider redeems a code once), and a callback without its sign-in', async () => {
     if (!browser) return;
     const first = await signInAs('alice');
     expect(first.status).toBe(200);
     const before = await sessions('alice@example.com');
+    const audited = await count(`SELECT count(*)::int AS n FROM audit_log`);
+    const redeemed = tokenRequests();
     // An attacker holding both the callback URL (code and state) and the browser's console_oidc cookie.
     expect(first.callback.cookie).toMatch(/console_oidc=/);
     const replay = await get(new URL(first.callback.url).pathname + new URL(first.callback.url).search, { Cookie: first.callback.cookie });
     expect(replay.status).toBe(400);
     expect(await replay.text()).toContain('expired, already used, or was started in another browser');
     expect(replay.headers.getSetCookie().some((c) => c.startsWith('console_session='))).toBe(false);
+    // The handle is good (its MAC, its 10 minutes): the provider was asked, and refused the used code (invalid_grant).
+    expect(tokenRequests()).toBe(redeemed + 1);
     // The same callback from a browser that never started a sign-in.
     const stranger = await get(new URL(first.callback.url).pathname + new URL(first.callback.url).search);
     expect(stranger.status).toBe(400);
     expect(await sessions('alice@example.com')).toBe(before);
+    expect(await count(`SELECT count(*)::int AS n FROM audit_log`)).toBe(audited);
+  });
+
+  it('starts a sign-in without writing to the database (the start is public)', async () => {
+    if (!browser) return;
+    await idp.listen();
+    const tables: { name: string }[] = await db.query(`SELECT format('%I.%I', schemaname, tablename) AS name FROM pg_tables WHERE schemaname = 'public'`);
+    const rows = async () => Object.fromEntries(await Promise.all(tables.map(async ({ name }) => [name, await count(`SELECT count(*)::int AS n FROM ${name}`)])));
+    const before = await rows();
+    const handles = new Set<string>();
+    for (let i = 0; i < 20; i++) {
+      const start = await get('/console/oidc/start');
+      expect(start.status).toBe(303);
+      handles.add(/^console_oidc=([^;]+)/.exec(start.headers.getSetCookie()[0])![1]);
+    }
+    expect(handles.size).toBe(20);
+    expect(await rows()).toEqual(before);
   });
 
   /**
    * The same sign-in over plain HTTP, with a cookie jar per site, up to the provider's redirect to the console
    * (a browser cannot be made to change a redirect's target): the callback URL and the console_oidc cookie.
    */
-  async function callbackOverHttp(login: string, opts: { cancel?: boolean } = {}): Promise<{ callback: URL; cookie: string }> {
+  async function callbackOverHttp(login: string, opts: { cancel?: boolean; handle?: string } = {}): Promise<{ callback: URL; cookie: string }> {
     await idp.listen();
     const jar = new Map<string, string>();
     const remember = (res: Response) => {
@@ -254,8 +279,16 @@ describe('console sign-in through an OpenID provider', () => {
     const cookies = () => [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
     const start = await get('/console/oidc/start');
     expect(start.status).toBe(303);
-    const cookie = /^(console_oidc=[^;]+)/.exec(start.headers.getSetCookie().find((c) => c.startsWith('console_oidc='))!)![1];
+    let cookie = /^(console_oidc=[^;]+)/.exec(start.headers.getSetCookie().find((c) => c.startsWith('console_oidc='))!)![1];
     let url = new URL(start.headers.get('location')!);
+    if (opts.handle) {
+      // A handle of the client's own making, and the authorization request that follows from it as the
+      // service would build it (how state, nonce and verifier are derived is no secret).
+      cookie = `console_oidc=${opts.handle}`;
+      url.searchParams.set('state', derived('state', opts.handle));
+      url.searchParams.set('nonce', derived('nonce', opts.handle));
+      url.searchParams.set('code_challenge', createHash('sha256').update(derived('verifier', opts.handle)).digest('base64url'));
+    }
     for (let hop = 0; hop < 10; hop++) {
       if (url.href.startsWith(`${origin}/console/oidc/callback`)) return { callback: url, cookie };
       let res = await fetch(url, { headers: { Cookie: cookies() }, redirect: 'manual' });
@@ -282,7 +315,7 @@ describe('console sign-in through an OpenID provider', () => {
     throw new Error('the provider did not send the browser back to the console');
   }
 
-  it('refuses a callback whose state is not its sign-in’s, and the real answer after it (single use)', async () => {
+  it('refuses a callback whose state is not its sign-in’s, and clears the handle, so the real answer after it is refused too', async () => {
     if (!browser) return;
     const before = await sessions('alice@example.com');
     const { callback, cookie } = await callbackOverHttp('alice');
@@ -292,10 +325,12 @@ describe('console sign-in through an OpenID provider', () => {
     const refused = await get(forged.pathname + forged.search, { Cookie: cookie });
     expect(refused.status).toBe(400);
     expect(await refused.text()).toContain('does not match this sign-in');
-    const real = await get(callback.pathname + callback.search, { Cookie: cookie });
+    expect(refused.headers.getSetCookie()).toEqual([expect.stringMatching(/^console_oidc=; Path=\/console\/oidc; Expires=Thu, 01 Jan 1970/)]);
+    // The browser's next request to the callback, the real answer, comes without the handle.
+    const real = await get(callback.pathname + callback.search);
     expect(real.status).toBe(400);
+    expect(await real.text()).toContain('expired, already used, or was started in another browser');
     expect(await sessions('alice@example.com')).toBe(before);
-    expect(await count(`SELECT count(*)::int AS n FROM console_oidc_logins`)).toBe(0);
   });
 
   it('refuses a callback carrying another sign-in’s answer (a code injected into this browser)', async () => {
@@ -309,17 +344,48 @@ describe('console sign-in through an OpenID provider', () => {
     expect(await sessions('alice@example.com')).toBe(before);
   });
 
-  it('refuses a sign-in older than 10 minutes', async () => {
+  it('refuses a forged or tampered handle (good shape, wrong MAC) before asking the provider, and makes nothing', async () => {
+    if (!browser) return;
+    const before = await sessions('alice@example.com');
+    const genuine = /^console_oidc=(.+)$/.exec((await callbackOverHttp('alice')).cookie)![1];
+    const [issuedAt, random, mac] = genuine.split('.');
+    const handles = {
+      forged: `${issuedAt}.${randomBytes(32).toString('base64url')}.${randomBytes(32).toString('base64url')}`,
+      // A genuine handle's MAC on another issue time (how an expired handle would be made young again).
+      tampered: `${Number(issuedAt) + 1}.${random}.${mac}`,
+    };
+    for (const [what, handle] of Object.entries(handles)) {
+      // The provider signs alice in and sends back a code for this handle's state and code challenge.
+      const { callback, cookie } = await callbackOverHttp('alice', { handle });
+      expect(callback.searchParams.get('state')).toBe(derived('state', handle));
+      const asked = idp.requests.length;
+      const res = await get(callback.pathname + callback.search, { Cookie: cookie });
+      expect([what, res.status]).toEqual([what, 400]);
+      expect(await res.text()).toContain('expired, already used, or was started in another browser');
+      expect(idp.requests.slice(asked)).toEqual([]);
+    }
+    expect(await sessions('alice@example.com')).toBe(before);
+  });
+
+  it('refuses a sign-in older than 10 minutes before asking the provider (the clock moved, not slept)', async () => {
     if (!browser) return;
     const before = await sessions('alice@example.com');
     const { callback, cookie } = await callbackOverHttp('alice');
-    const [row] = await db.query(`SELECT expires_at - created_at AS ttl FROM console_oidc_logins`);
-    expect(row.ttl).toEqual({ minutes: 10 });
-    await db.query(`UPDATE console_oidc_logins SET expires_at = now() - interval '1 second'`);
-    const res = await get(callback.pathname + callback.search, { Cookie: cookie });
-    expect(res.status).toBe(400);
-    expect(await res.text()).toContain('expired, already used');
+    const asked = idp.requests.length;
+    const realNow = Date.now.bind(Date);
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + 10 * 60_000 + 1_000);
+    try {
+      const res = await get(callback.pathname + callback.search, { Cookie: cookie });
+      expect(res.status).toBe(400);
+      expect(await res.text()).toContain('expired, already used');
+    } finally {
+      clock.mockRestore();
+    }
+    expect(idp.requests.slice(asked)).toEqual([]);
     expect(await sessions('alice@example.com')).toBe(before);
+    // The clock back: the same callback signs in, so the 10 minutes were all that refused it (and it used nothing up).
+    expect((await get(callback.pathname + callback.search, { Cookie: cookie })).status).toBe(200);
+    expect(await sessions('alice@example.com')).toBe(before + 1);
   });
 
   it('answers 503 when the provider goes away between the sign-in and its callback, and makes nothing', async () => {

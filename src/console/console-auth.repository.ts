@@ -2,10 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 
-/**
- * The console's sign-in tables (console_sign_in_links, console_oidc_logins, console_sessions): the only file
- * with SQL for them.
- */
+/** The console's sign-in tables (console_sign_in_links, console_sessions): the only file with SQL for them. */
 @Injectable()
 export class ConsoleAuthRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
@@ -34,24 +31,6 @@ export class ConsoleAuthRepository {
       [tokenHash],
     );
     return rows[0]?.email;
-  }
-
-  /** A sign-in through the OpenID provider under way, for `ttlS`; expired ones go first (they can never be taken). */
-  async insertOidcLogin(requestHash: Buffer, ttlS: number): Promise<void> {
-    await this.db.query(`DELETE FROM console_oidc_logins WHERE expires_at < now()`);
-    await this.db.query(`INSERT INTO console_oidc_logins (request_hash, expires_at) VALUES ($1, now() + make_interval(secs => $2))`, [requestHash, ttlS]);
-  }
-
-  /**
-   * Takes a sign-in under way, in one statement (of two concurrent callbacks one wins): true when it was there
-   * and live. Whatever the answer, it is gone: single use.
-   */
-  async takeOidcLogin(requestHash: Buffer): Promise<boolean> {
-    const [rows] = await this.db.query<[{ live: boolean }[], number]>(
-      `DELETE FROM console_oidc_logins WHERE request_hash = $1 RETURNING expires_at > now() AS live`,
-      [requestHash],
-    );
-    return rows[0]?.live === true;
   }
 
   async insertSession(m: EntityManager, tokenHash: Buffer, email: string, via: string, ttlS: number): Promise<void> {

@@ -1,12 +1,11 @@
 import { Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { AppConfig, ConsoleOidcConfig } from '../config/app-config';
-import { ConsoleAuthRepository } from './console-auth.repository';
 import { ConsoleAuthService, consoleUrl } from './console-auth.service';
 
-/** The browser's handle on a sign-in under way: HttpOnly, only for /console/oidc, 10 minutes. */
+/** The browser's handle on a sign-in under way (`<issued-at>.<random>.<MAC>`): HttpOnly, only for /console/oidc, 10 minutes. */
 export const OIDC_COOKIE = 'console_oidc';
 export const OIDC_LOGIN_TTL_S = 10 * 60;
 /** Where the provider sends the operator back; register `<PUBLIC_URL>/console/oidc/callback` with it. */
@@ -18,7 +17,9 @@ export const OIDC_CALLBACK_PATH = '/console/oidc/callback';
 export const OIDC_SIGNED_OUT_PATH = '/console/sign-in';
 /** Discovery and the token request give up after this long (the operator is waiting). */
 const OIDC_TIMEOUT_S = 10;
-const HANDLE = /^[A-Za-z0-9_-]{43}$/;
+/** Issued-at (Unix seconds), 32 random bytes, and the MAC of both (HMAC-SHA-256), base64url. */
+const HANDLE = /^(\d{1,12}\.[A-Za-z0-9_-]{43})\.([A-Za-z0-9_-]{43})$/;
+const STALE = 'This sign-in is expired, already used, or was started in another browser. Start again.';
 
 /** The OpenID provider cannot be reached (discovery or the token request failed): 503, try again. */
 export class OidcUnavailable extends Error {}
@@ -33,19 +34,20 @@ export class OidcRefused extends Error {
   }
 }
 
-const sha256 = (value: string) => createHash('sha256').update(value).digest();
 /** State, nonce and code verifier all follow from the cookie's value, each under a label of its own. */
-const derive = (label: 'state' | 'nonce' | 'verifier', handle: string) => sha256(`console-oidc-${label}:${handle}`).toString('base64url');
+const derive = (label: 'state' | 'nonce' | 'verifier', handle: string) => createHash('sha256').update(`console-oidc-${label}:${handle}`).digest('base64url');
 
 /**
  * The console's sign-in through the company's OpenID provider (CONSOLE_OIDC_*, spec §14), with openid-client:
  * discovery, the authorization code flow with PKCE (S256), state and nonce, and the ID token's validation.
  *
- * The sign-in under way lives server-side: the browser holds a random value in the `console_oidc` cookie,
- * the database its SHA-256 (console_oidc_logins, 10 minutes, taken once by the callback), and the request's
- * state, nonce and code verifier are hashes of that value under their own labels, so that nothing usable is
- * stored. The callback accepts a verified email at an allowed domain only, then makes the same console
- * session as a link does (ConsoleAuthService).
+ * Starting a sign-in stores nothing (the start is public: it must not let anyone fill a table). The browser
+ * holds a handle in the `console_oidc` cookie that proves itself: its issue time and a random value, with
+ * their HMAC under a key derived from CONSOLE_OIDC_CLIENT_SECRET (the same on every instance). The request's
+ * state, nonce and code verifier are hashes of the handle under their own labels. The callback checks the MAC
+ * and the 10 minutes before it asks the provider anything; single use is the provider's: an authorization
+ * code is redeemed once (RFC 6749 4.1.2), and PKCE binds it to this handle. It accepts a verified email at an
+ * allowed domain only, then makes the same console session as a link does (ConsoleAuthService).
  *
  * Discovery never holds up the start: it is tried once in the background when the service starts, and a
  * provider that cannot be reached then is logged and tried again at the next sign-in, which answers 503
@@ -58,7 +60,6 @@ export class ConsoleOidcService implements OnApplicationBootstrap {
 
   constructor(
     private readonly config: AppConfig,
-    private readonly repository: ConsoleAuthRepository,
     private readonly auth: ConsoleAuthService,
     @Optional() private readonly adapterHost?: HttpAdapterHost,
   ) {}
@@ -94,8 +95,8 @@ export class ConsoleOidcService implements OnApplicationBootstrap {
    */
   async start(): Promise<{ handle: string; location: string }> {
     const provider = await this.provider();
-    const handle = randomBytes(32).toString('base64url');
-    await this.repository.insertOidcLogin(sha256(handle), OIDC_LOGIN_TTL_S);
+    const signed = `${Math.floor(Date.now() / 1000)}.${randomBytes(32).toString('base64url')}`;
+    const handle = `${signed}.${this.mac(signed)}`;
     const location = oidc.buildAuthorizationUrl(provider, {
       redirect_uri: this.redirectUri,
       response_type: 'code',
@@ -110,15 +111,14 @@ export class ConsoleOidcService implements OnApplicationBootstrap {
 
   /**
    * The provider's answer (`search`: the callback's query string) for the sign-in of the cookie's `handle`:
-   * a new console session's token. OidcRefused (nothing made) when the sign-in is unknown, expired, used or
-   * not this browser's, when the answer does not match it, or when the account is not an allowed operator;
-   * OidcUnavailable when the provider cannot be reached.
+   * a new console session's token. OidcRefused (nothing made) when the handle is missing, forged or expired
+   * (the provider is not asked), when the answer does not match it, when the provider refuses the code (used
+   * already, or not this handle's), or when the account is not an allowed operator; OidcUnavailable when the
+   * provider cannot be reached.
    */
   async finish(handle: string | undefined, search: string, requestId: string | null): Promise<string> {
     const settings = this.config.consoleOidc!;
-    if (!handle || !HANDLE.test(handle) || !(await this.repository.takeOidcLogin(sha256(handle)))) {
-      throw new OidcRefused('This sign-in is expired, already used, or was started in another browser. Start again.');
-    }
+    if (!handle || !this.isLive(handle)) throw new OidcRefused(STALE);
     const provider = await this.provider();
     // The URL the provider was told to send the browser to (never the request's Host header), with its answer.
     const callback = new URL(this.redirectUri);
@@ -154,6 +154,19 @@ export class ConsoleOidcService implements OnApplicationBootstrap {
     return provider && endSessionUrl(provider, consoleUrl(this.config, OIDC_SIGNED_OUT_PATH));
   }
 
+  /** The handle's MAC: HMAC-SHA-256 under a key of its own, derived from the client secret (HKDF, labelled). */
+  private mac(signed: string): string {
+    const key = Buffer.from(hkdfSync('sha256', this.config.consoleOidc!.clientSecret, '', 'console-oidc-handle', 32));
+    return createHmac('sha256', key).update(signed).digest('base64url');
+  }
+
+  /** A handle this service issued (its MAC, compared in constant time) less than 10 minutes ago. */
+  private isLive(handle: string): boolean {
+    const [, signed, mac] = HANDLE.exec(handle) ?? [];
+    if (!signed || !timingSafeEqual(Buffer.from(mac), Buffer.from(this.mac(signed)))) return false;
+    return Date.now() / 1000 - Number(signed.slice(0, signed.indexOf('.'))) <= OIDC_LOGIN_TTL_S;
+  }
+
   /** The provider's configuration, discovered once; a failed discovery is logged and tried again next time. */
   private provider(): Promise<oidc.Configuration> {
     const settings = this.config.consoleOidc!;
@@ -178,6 +191,12 @@ export class ConsoleOidcService implements OnApplicationBootstrap {
     }
     if (err instanceof oidc.AuthorizationResponseError) {
       return new OidcRefused(`The OpenID provider did not sign you in (${err.error}). Start again.`);
+    }
+    // The provider refuses the code: redeemed already (a replayed callback), expired, or issued for another
+    // handle's code verifier. Single use is the provider's, so this is the operator's "already used".
+    if (err instanceof oidc.ResponseBodyError && err.error === 'invalid_grant') {
+      this.logger.log({ msg: 'console OpenID sign-in refused: the provider did not accept the code (invalid_grant)', err: describe(err) });
+      return new OidcRefused(STALE);
     }
     this.logger.log({ msg: 'console OpenID sign-in refused: the answer does not match this sign-in', err: describe(err) });
     return new OidcRefused('The answer from the OpenID provider does not match this sign-in (state, code or ID token). Nobody was signed in. Start again.');

@@ -19,6 +19,8 @@ export interface TestOidcProvider {
   close(): Promise<void>;
   /** The logins whose claims the UserInfo endpoint has answered, in order. */
   userinfoAnswered: string[];
+  /** Every request the provider has received, as `METHOD /path`, in order (`POST /token`: a code redeemed or refused). */
+  requests: string[];
 }
 
 /**
@@ -43,6 +45,7 @@ export function oidcProvider(opts: {
   const clientId = 'billing-console';
   const clientSecret = randomBytes(24).toString('base64url');
   const userinfoAnswered: string[] = [];
+  const requests: string[] = [];
   const signingKey = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }), kid: 'test', use: 'sig', alg: 'RS256' };
   const provider = quietly(() => new Provider(issuer, {
     clients: [
@@ -82,12 +85,17 @@ export function oidcProvider(opts: {
       return grant;
     },
   }));
+  provider.use(async (ctx, next) => {
+    requests.push(`${ctx.method} ${ctx.path}`);
+    await next();
+  });
   let server: Server | undefined;
   return {
     issuer,
     clientId,
     clientSecret,
     userinfoAnswered,
+    requests,
     listen: () =>
       new Promise<void>((resolve, reject) => {
         if (server) return resolve();
