@@ -55,7 +55,9 @@ describe('operator CLI on the embedded database, with and without the server run
     server = undefined;
     const revoked = await inFolder(['session:revoke', '--token', session.json.token]);
     expect(revoked).toMatchObject({ code: 0, stdout: '{"revoked":true}\n' });
-  }, 90_000);
+    // A wait, not a measure: initdb, two starts of PostgreSQL and four Node processes took over 90 s on a loaded
+    // 2-core machine.
+  }, 180_000);
 
   it("says why the embedded database did not start, in PostgreSQL's own words", async () => {
     // Another program holds the port; it is not PostgreSQL, so it cannot be shared either.
