@@ -29,7 +29,7 @@ describe('notifications to the web app', () => {
     receiver = await startReceiver(secret);
     fake = await startFakeProvider({ prices: [PRICE_PRO, PRICE_TEAM] });
     env = {
-      ...fakeProviderEnv(fake),
+      ...fakeProviderEnv(fake, 300),
       PAYPROVIDER_PRICE_PRO: PRICE_PRO,
       PAYPROVIDER_PRICE_TEAM: PRICE_TEAM,
       SERVICE_API_KEYS: KEY,

@@ -19,7 +19,7 @@ describe('reconciliation with the provider', () => {
   let t: TestApp;
   const logLines: string[] = [];
   // The shared provider budget (PAYPROVIDER_MAX_RPS) set above PROVIDER_SYNC_MAX_RPS: the run's own pace is what is tested.
-  const env = () => ({ ...fakeProviderEnv(fake), PAYPROVIDER_MAX_RPS: '100', PAYPROVIDER_PRICE_PRO: PRICE_PRO, PAYPROVIDER_PRICE_TEAM: PRICE_TEAM });
+  const env = () => ({ ...fakeProviderEnv(fake, 300), PAYPROVIDER_MAX_RPS: '100', PAYPROVIDER_PRICE_PRO: PRICE_PRO, PAYPROVIDER_PRICE_TEAM: PRICE_TEAM });
 
   beforeAll(async () => {
     fake = await startFakeProvider({ prices: [PRICE_PRO, PRICE_TEAM] });
@@ -197,7 +197,7 @@ describe('reconciliation with the provider', () => {
     const b = await startTestApp({ databaseUrl: a.databaseUrl, env: { ...env(), PROVIDER_SYNC_INTERVAL_S: '3600' } });
     try {
       // a's run is held at the provider until both other ticks have been refused (so no timing decides it),
-      // then hangs there (2 s × 3 attempts) and fails, holding the lease throughout.
+      // then hangs there (300 ms × 3 attempts) and fails, holding the lease throughout.
       fake.failNext(3, 'hang');
       fake.hold('/v1/');
       const first = a.app.get(ProviderSyncSchedule).tick();
