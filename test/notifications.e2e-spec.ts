@@ -176,7 +176,8 @@ describe('notifications to the web app', () => {
     await report(org, 1).expect(402);
     await report(org, -1).expect(200);
     await report(org, -1).expect(200); // stays below: no crossing
-    const [into, out] = await messages(org, 2);
+    // Two messages written at once: their deliveries may arrive in either order (docs/integrating.md), so by version.
+    const [into, out] = (await messages(org, 2)).sort((a, b) => a.json.data.version - b.json.data.version);
     expect(into.json).toEqual({
       type: 'usage.capacity',
       timestamp: expect.any(String),
