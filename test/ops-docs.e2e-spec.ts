@@ -195,6 +195,52 @@ describe('OpenAPI document', () => {
     expect(problems).toEqual([]);
   });
 
+  it('gives every field, parameter and body a schema that says what it is (an empty one types as `unknown`)', () => {
+    const empty: string[] = [];
+    const walk = (schema: any, at: string): void => {
+      if (!schema || typeof schema !== 'object') return;
+      // A branch of a oneOf may only constrain (`required`, `properties`): its parent says the type.
+      const says = ['type', '$ref', 'oneOf', 'anyOf', 'allOf', 'enum', 'const', 'properties', 'required'].some((key) => key in schema);
+      if (!says) empty.push(`${at} ${JSON.stringify(schema)}`);
+      for (const [name, property] of Object.entries(schema.properties ?? {})) walk(property, `${at}.${name}`);
+      if (typeof schema.additionalProperties === 'object') walk(schema.additionalProperties, `${at}.*`);
+      walk(schema.items, `${at}[]`);
+      for (const key of ['oneOf', 'anyOf', 'allOf', 'prefixItems']) (schema[key] ?? []).forEach((branch: any, i: number) => walk(branch, `${at}.${key}[${i}]`));
+      walk(schema.contentSchema, `${at} (content)`);
+    };
+    for (const [name, schema] of Object.entries(doc.components.schemas)) walk(schema, name);
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(item)) {
+        const at = `${method.toUpperCase()} ${path}`;
+        for (const parameter of operation.parameters ?? []) walk(parameter.schema, `${at} ${parameter.in} ${parameter.name}`);
+        for (const media of Object.values<any>(operation.requestBody?.content ?? {})) walk(media.schema, `${at} body`);
+        for (const [status, response] of Object.entries<any>(operation.responses)) {
+          for (const media of Object.values<any>(response.content ?? {})) walk(media.schema, `${at} ${status}`);
+        }
+      }
+    }
+    expect(empty).toEqual([]);
+  });
+
+  it("names the tier table's features and metrics as the keys of every features and limits map", () => {
+    const features = Object.keys(t.config.tiers.free.features);
+    const metrics = Object.keys(t.config.tiers.free.metrics);
+    const schemas = doc.components.schemas;
+    for (const name of ['EntitlementsResponse', 'EntitlementClaims', 'Plan', 'LicenseUpdatedNotificationData']) {
+      expect(schemas[name].properties.features).toMatchObject({ required: features, additionalProperties: false });
+      expect(Object.keys(schemas[name].properties.features.properties)).toEqual(features);
+    }
+    for (const name of ['EntitlementsResponse', 'EntitlementClaims', 'Plan']) {
+      expect(schemas[name].properties.limits).toMatchObject({ required: metrics, additionalProperties: false });
+      expect(Object.keys(schemas[name].properties.limits.properties)).toEqual(metrics);
+    }
+    expect(schemas.EntitlementsResponse.properties.limits.properties.projects.allOf).toEqual([{ $ref: '#/components/schemas/LimitEntitlement' }]);
+    const parameter = (path: string, name: string) =>
+      Object.values<any>(doc.paths[path]).flatMap((operation) => operation.parameters).find((p) => p.name === name).schema;
+    expect(parameter('/api/licensing/check', 'feature').enum).toEqual(features);
+    expect(parameter('/api/admin/organisations/{id}/overrides/{name}', 'name').enum).toEqual([...features, ...metrics]);
+  });
+
   it('documents no route the app does not serve', () => {
     const served = new Set(expressRoutes(t.app).map((r) => `${r.method} ${toOpenApiPath(r.path)}`));
     const ghosts = Object.entries(doc.paths).flatMap(([path, item]) =>

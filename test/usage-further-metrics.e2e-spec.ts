@@ -71,10 +71,14 @@ describe('further metrics of the tier table (spec §11.1) through the usage API'
     expect(await counters(t, org)).toEqual([{ metric: 'storage_gb', period_start: 0, used: 2 }]);
   });
 
-  it('the API document names the running table\'s metrics', async () => {
+  it("the API document names the running table's metrics and features", async () => {
     const { body } = await t.http().get('/api/docs-json').expect(200);
     expect(body.components.schemas.UsageReportBody.properties.metric.enum).toEqual(['projects', 'ai_tokens', 'storage_gb']);
     const checkMetric = body.paths['/api/licensing/check'].get.parameters.find((p: { name: string }) => p.name === 'metric');
     expect(checkMetric.schema.enum).toEqual(['projects', 'ai_tokens', 'users', 'storage_gb']);
+    const { limits, features } = body.components.schemas.EntitlementsResponse.properties;
+    expect(limits.required).toEqual(['projects', 'ai_tokens', 'users', 'storage_gb']);
+    expect(limits.properties.storage_gb).toEqual({ $ref: '#/components/schemas/LimitEntitlement' });
+    expect(features.required).toEqual(['api_access', 'audit_log']);
   });
 });

@@ -13,7 +13,7 @@ import { PortalService } from './portal.service';
 import { PlanList } from './plans.dto';
 import { PlansService } from './plans.service';
 import { CheckoutSessionResult } from './checkout-session.dto';
-import { CheckoutReportService } from './checkout-report.service';
+import { CheckoutReportService, SESSION_ID } from './checkout-report.service';
 
 @ApiTags('billing')
 @Controller('api/billing')
@@ -42,7 +42,12 @@ export class BillingController {
   @Get('session')
   @Session()
   @ApiOperation({ summary: 'Report a completed checkout session (caller must be a member of its organisation)' })
-  @ApiQuery({ name: 'session_id', required: true, description: 'Checkout session id, ^cs_[A-Za-z0-9_]{1,250}$' })
+  @ApiQuery({
+    name: 'session_id',
+    required: true,
+    schema: { type: 'string', pattern: SESSION_ID.source },
+    description: "The checkout session's id: the success URL's `{CHECKOUT_SESSION_ID}`",
+  })
   @ApiOkResponse({ type: CheckoutSessionResult })
   @ApiErrors(400, 401, 403, 404, 429, 500, 503)
   checkoutSession(@CurrentUser() user: AuthUser, @Query('session_id') sessionId: unknown): Promise<CheckoutSessionResult> {

@@ -10,7 +10,7 @@ import { providerFailure } from './provider-failure';
 import { CheckoutSessionResult } from './checkout-session.dto';
 
 // Checked before the provider is called, so a crafted id (`../customers/cus_1`) never reaches its API.
-const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
+export const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
 const COMPLETED = ['paid', 'no_payment_required'];
 // Completed sessions kept per instance (a few hundred bytes each).
 const CACHED_SESSIONS = 5_000;

@@ -69,6 +69,11 @@ export function tableMetrics(tiers: TierTable): string[] {
   return Object.keys(tiers[FREE_TIER].metrics);
 }
 
+/** Every feature of the table, in order of first mention (every tier lists them all). */
+export function tableFeatures(tiers: TierTable): string[] {
+  return Object.keys(tiers[FREE_TIER].features);
+}
+
 /** The tiers that can be bought, in table order. */
 export function paidTiers(tiers: TierTable): string[] {
   return Object.keys(tiers).filter((tier) => tier !== FREE_TIER);

@@ -56,9 +56,9 @@ export class EntitlementsResponse {
     required: ['projects', 'ai_tokens', 'users'],
     selfRequired: true,
     properties: {
-      projects: { type: LimitEntitlement },
-      ai_tokens: { type: LimitEntitlement, description: 'Within the current billing period' },
-      users: { type: LimitEntitlement, description: "The organisation's memberships" },
+      projects: { allOf: [{ $ref: getSchemaPath(LimitEntitlement) }], description: "Counted from the web app's reports" },
+      ai_tokens: { allOf: [{ $ref: getSchemaPath(LimitEntitlement) }], description: 'Within the current billing period' },
+      users: { allOf: [{ $ref: getSchemaPath(LimitEntitlement) }], description: "The organisation's memberships" },
     },
     additionalProperties: { $ref: getSchemaPath(LimitEntitlement) },
     description: 'Every metric: the three, then the further metrics of the tier table',

@@ -22,6 +22,8 @@ export interface ExactOptions {
   tiers: string[];
   /** The tier table's metrics, in order: the check's `metric` is one of them, every other `metric` field one but `users`. */
   metrics: string[];
+  /** The tier table's features, in order: the check's `feature` is one of them. */
+  features: string[];
   /** Routes whose body is not held to JSON by the HTTP layer (no 415: they answer for their bodies themselves). */
   rawBodyRoutes: string[];
 }
@@ -46,7 +48,7 @@ export function exactDocument(document: OpenAPIObject, opts: ExactOptions): Open
   for (const [path, operations] of Object.entries<Json>(doc.paths)) {
     for (const operation of Object.values<Json>(operations)) {
       operation.security ??= [];
-      for (const parameter of operation.parameters ?? []) if (parameter.name === 'metric') parameter.schema.enum = [...opts.metrics];
+      for (const parameter of operation.parameters ?? []) refineParameter(path, parameter, opts);
       if (operation.requestBody) closeBody(doc, operation.requestBody);
       const bodyStatuses = opts.rawBodyRoutes.includes(path) ? BODY_STATUSES.filter((status) => status !== '415') : BODY_STATUSES;
       const shared = [...TRANSPORT_STATUSES, ...(operation.requestBody ? bodyStatuses : [])];
@@ -58,6 +60,16 @@ export function exactDocument(document: OpenAPIObject, opts: ExactOptions): Open
     }
   }
   return document;
+}
+
+/** A parameter naming a metric, a feature or (an override's) either is one of the running table's names. */
+function refineParameter(path: string, parameter: Json, { metrics, features }: Pick<ExactOptions, 'metrics' | 'features'>): void {
+  const names =
+    parameter.name === 'metric' ? metrics
+    : parameter.name === 'feature' ? features
+    : parameter.name === 'name' && path.endsWith('/overrides/{name}') ? [...features, ...metrics]
+    : undefined;
+  if (names?.length) parameter.schema.enum = [...names];
 }
 
 function errorResponse(): Json {
@@ -83,16 +95,31 @@ function toNullTypes(schema: Json): void {
 
 /**
  * Every number this API carries is an integer (money in minor units, Unix seconds, counts: spec §Conventions),
- * so `number` becomes `integer`; a `tier` is a name of the running tier table, and a `metric` (of a report, its
- * answer or a notification) one of its metrics that back-ends report, further metrics included.
+ * so `number` becomes `integer`; a `tier` is a name of the running tier table, a `metric` (of a report, its
+ * answer or a notification) one of its metrics that back-ends report, further metrics included, and the
+ * `features` and `limits` maps have exactly the table's features and metrics.
  */
-function refineFields(schema: Json, { tiers, metrics }: Pick<ExactOptions, 'tiers' | 'metrics'>): void {
+function refineFields(schema: Json, { tiers, metrics, features }: Pick<ExactOptions, 'tiers' | 'metrics' | 'features'>): void {
   for (const [name, field] of Object.entries<Json>(schema.properties ?? {})) {
     if (field.type === 'number') field.type = 'integer';
     if (Array.isArray(field.type) && field.type.includes('number')) field.type = field.type.map((t: string) => (t === 'number' ? 'integer' : t));
     if (name === 'tier' && !field.enum) field.enum = Array.isArray(field.type) && field.type.includes('null') ? [...tiers, null] : [...tiers];
     if (name === 'metric') field.enum = metrics.filter((metric) => metric !== 'users');
+    if (name === 'features' && field.additionalProperties) keyedBy(field, features);
+    if (name === 'limits' && field.additionalProperties) keyedBy(field, metrics);
   }
+}
+
+/**
+ * A map over the table's names: each name a property (the DTO's own for the three metrics, else the schema the
+ * DTO gives every value), all required and no other. So a client types `limits.projects` as a limit, a further
+ * metric too, and a feature the table does not have does not compile.
+ */
+function keyedBy(field: Json, names: string[]): void {
+  const value: Json = field.additionalProperties;
+  field.properties = Object.fromEntries(names.map((name) => [name, field.properties?.[name] ?? { ...value }]));
+  field.required = [...names];
+  field.additionalProperties = false;
 }
 
 function closeBody(doc: Json, requestBody: Json): void {

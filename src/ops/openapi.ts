@@ -6,7 +6,7 @@ import { ErrorResponse, SECURITY } from '../common/api-docs';
 import { JWKS_ROUTE } from '../licensing/well-known.controller';
 import { NOTIFICATION_WEBHOOKS } from '../notifications/notification.dto';
 import { WEBHOOK_ROUTE } from '../webhook/webhook.controller';
-import { TierTable, tableMetrics } from '../config/tiers';
+import { TierTable, tableFeatures, tableMetrics } from '../config/tiers';
 import { exactDocument } from './openapi-exact';
 
 export const DOCS_PATH = '/api/docs';
@@ -64,6 +64,7 @@ export function buildOpenApiDocument(app: INestApplication, tiers: TierTable): O
   return exactDocument(document, { databaseRoutes: (path) => path !== '/metrics' && path !== JWKS_ROUTE,
     tiers: Object.keys(tiers),
     metrics: tableMetrics(tiers),
+    features: tableFeatures(tiers),
     rawBodyRoutes: [WEBHOOK_ROUTE] });
 }
 

@@ -10,6 +10,12 @@ export type Schemas = components['schemas'];
 export type ErrorBody = Schemas['ErrorResponse'];
 /** Every stable machine code the service can answer: switch on it, not on the message. */
 export type ErrorCode = ErrorBody['code'];
+/** A feature of the tier table (the one the client was generated with: `TIERS_FILE=… npm run client:generate`). */
+export type Feature = keyof Schemas['EntitlementsResponse']['features'];
+/** A metric of the tier table: the three, then its further metrics. */
+export type Metric = keyof Schemas['EntitlementsResponse']['limits'];
+/** What an override names: a feature or a metric. */
+export type Entitlement = Feature | Metric;
 
 /** An answer of the service other than 2xx: its status, its `code` and its request id (for support). */
 export class ServiceError extends Error {
@@ -42,11 +48,11 @@ export interface ClientOptions {
   /** The service's origin, e.g. `https://billing.internal` (no trailing path). */
   baseUrl: string;
   /** A user's session token or the web app's own JWT: sent as `Authorization: Bearer …`. */
-  session?: string;
+  session?: string | undefined;
   /** One of `SERVICE_API_KEYS`, for the web app's back end (provisioning, usage): sent as `X-Service-Key`. */
-  serviceKey?: string;
+  serviceKey?: string | undefined;
   /** Another fetch (tests, proxies, retries of your own). */
-  fetch?: typeof globalThis.fetch;
+  fetch?: typeof globalThis.fetch | undefined;
 }
 
 type Body<P extends keyof paths, M extends 'post' | 'put'> = paths[P][M] extends {
@@ -63,7 +69,7 @@ export function createClient(options: ClientOptions) {
   const headers: Record<string, string> = {};
   if (options.session) headers.Authorization = `Bearer ${options.session}`;
   if (options.serviceKey) headers['X-Service-Key'] = options.serviceKey;
-  const api = createFetchClient<paths>({ baseUrl: options.baseUrl, headers, fetch: options.fetch });
+  const api = createFetchClient<paths>({ baseUrl: options.baseUrl, headers, ...(options.fetch ? { fetch: options.fetch } : {}) });
 
   // openapi-fetch answers `{ data }` or `{ error }` with the response; this turns the second into a throw.
   async function call<T>(pending: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
@@ -100,7 +106,7 @@ export function createClient(options: ClientOptions) {
     /** `GET /.well-known/jwks.json` (public): the keys that verify entitlement tokens, to keep beside them offline. */
     jwks: () => call(api.GET('/.well-known/jwks.json')),
     /** `GET /api/licensing/check?feature=`: is the feature in force? (member or service key; 400 `unknown_entitlement`) */
-    checkFeature: async (organisationId: string, feature: string): Promise<boolean> => {
+    checkFeature: async (organisationId: string, feature: Feature): Promise<boolean> => {
       const answer = await call(api.GET('/api/licensing/check', { params: { query: { organisation_id: organisationId, feature } } }));
       return answer.allowed;
     },
@@ -171,13 +177,13 @@ export function createClient(options: ClientOptions) {
        */
       overrides: {
         /** `PUT …/overrides/{name}`: set one; the same again answers it unchanged. */
-        set: (organisationId: string, name: string, body: Body<'/api/admin/organisations/{id}/overrides/{name}', 'put'>) =>
+        set: (organisationId: string, name: Entitlement, body: Body<'/api/admin/organisations/{id}/overrides/{name}', 'put'>) =>
           call(api.PUT('/api/admin/organisations/{id}/overrides/{name}', { params: { path: { id: organisationId, name } }, body })),
         /** `GET …/overrides`: every override, expired ones too. */
         list: async (organisationId: string) =>
           (await call(api.GET('/api/admin/organisations/{id}/overrides', { params: { path: { id: organisationId } } }))).data,
         /** `DELETE …/overrides/{name}` (none: 404 `override_not_found`). */
-        delete: (organisationId: string, name: string) =>
+        delete: (organisationId: string, name: Entitlement) =>
           call(api.DELETE('/api/admin/organisations/{id}/overrides/{name}', { params: { path: { id: organisationId, name } } })),
       },
       /** `POST /api/admin/sessions`: a session token for a user of the web app. */
@@ -204,14 +210,17 @@ export type Notification =
  * signature does not match or the timestamp is more than five minutes away.
  */
 export function verifyNotification(
-  rawBody: string | Buffer,
+  rawBody: string | Uint8Array,
   headers: Record<string, string | string[] | undefined> | Headers,
   secret: string,
 ): Notification {
   const plain: Record<string, string> = {};
   const entries = headers instanceof Headers ? [...headers.entries()] : Object.entries(headers);
-  for (const [name, value] of entries) if (value !== undefined) plain[name.toLowerCase()] = Array.isArray(value) ? value[0] : value;
-  return new Webhook(secret).verify(typeof rawBody === 'string' ? rawBody : rawBody.toString('utf8'), plain) as Notification;
+  for (const [name, value] of entries) {
+    const first = Array.isArray(value) ? value[0] : value;
+    if (first !== undefined) plain[name.toLowerCase()] = first;
+  }
+  return new Webhook(secret).verify(typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody), plain) as Notification;
 }
 
 /** What a verified entitlement token says: the entitlements (no usage) and its registered claims. */
@@ -219,9 +228,9 @@ export type VerifiedEntitlements = Schemas['EntitlementClaims'] & { iss: string;
 
 export interface VerifyEntitlementsOptions {
   /** The `iss` the token must carry: the service's PUBLIC_URL. Unset: not checked. */
-  issuer?: string;
+  issuer?: string | undefined;
   /** Verify as of this time instead of now (e.g. a test; a license file checked against a trusted clock). */
-  currentDate?: Date;
+  currentDate?: Date | undefined;
 }
 
 // One remote key set per URL: jose caches the keys and fetches again when a token names an unknown kid.
@@ -236,7 +245,7 @@ const remoteSets = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
  */
 export async function verifyEntitlements(
   token: string,
-  jwks: JSONWebKeySet | URL | string,
+  jwks: Schemas['JsonWebKeySet'] | JSONWebKeySet | URL | string,
   options: VerifyEntitlementsOptions = {},
 ): Promise<VerifiedEntitlements> {
   let keys;
@@ -247,7 +256,12 @@ export async function verifyEntitlements(
   } else {
     keys = createLocalJWKSet(jwks);
   }
-  const { payload } = await jwtVerify(token, keys, { algorithms: ['EdDSA', 'ES256'], issuer: options.issuer, currentDate: options.currentDate });
+  const { issuer, currentDate } = options;
+  const { payload } = await jwtVerify(token, keys, {
+    algorithms: ['EdDSA', 'ES256'],
+    ...(issuer === undefined ? {} : { issuer }),
+    ...(currentDate === undefined ? {} : { currentDate }),
+  });
   for (const claim of ['organisation_id', 'tier', 'features', 'limits', 'sub', 'exp'] as const) {
     if (payload[claim] === undefined) throw new Error(`not an entitlement token: no ${claim}`);
   }

@@ -1049,17 +1049,18 @@ export interface components {
              *     }
              */
             features: {
-                [key: string]: boolean;
+                api_access: boolean;
+                audit_log: boolean;
+                sso: boolean;
             };
             /** @description Every metric: the three, then the further metrics of the tier table */
             limits: {
-                projects: unknown;
+                /** @description Counted from the web app's reports */
+                projects: components["schemas"]["LimitEntitlement"];
                 /** @description Within the current billing period */
-                ai_tokens: unknown;
+                ai_tokens: components["schemas"]["LimitEntitlement"];
                 /** @description The organisation's memberships */
-                users: unknown;
-            } & {
-                [key: string]: components["schemas"]["LimitEntitlement"];
+                users: components["schemas"]["LimitEntitlement"];
             };
             /** @description The live overrides (not expired), by name */
             overrides: components["schemas"]["OverrideRecord"][];
@@ -1341,11 +1342,15 @@ export interface components {
             seats: number | null;
             /** @description Every feature, true where in force */
             features: {
-                [key: string]: boolean;
+                api_access: boolean;
+                audit_log: boolean;
+                sso: boolean;
             };
             /** @description Every metric */
             limits: {
-                [key: string]: components["schemas"]["TokenLimit"];
+                projects: components["schemas"]["TokenLimit"];
+                ai_tokens: components["schemas"]["TokenLimit"];
+                users: components["schemas"]["TokenLimit"];
             };
         };
         TokenLimit: {
@@ -1432,7 +1437,9 @@ export interface components {
              *     }
              */
             features: {
-                [key: string]: boolean;
+                api_access: boolean;
+                audit_log: boolean;
+                sso: boolean;
             };
             /** @description The integer limit of each metric: the three, then the further metrics of the tier table */
             limits: {
@@ -1448,8 +1455,6 @@ export interface components {
                  * @example 10
                  */
                 users: number;
-            } & {
-                [key: string]: number;
             };
             /** @description The prices the provider confirmed; none for free */
             prices: components["schemas"]["PlanPriceDto"][];
@@ -1743,7 +1748,9 @@ export interface components {
              *     }
              */
             features: {
-                [key: string]: boolean;
+                api_access: boolean;
+                audit_log: boolean;
+                sso: boolean;
             };
             /** @description The subscription's seats; null for a tier not sold per seat */
             seats: number | null;
@@ -3412,7 +3419,7 @@ export interface operations {
                 /** @description The metric form: would `amount` more fit? A metric of the tier table. Give metric or feature, not both. */
                 metric?: "projects" | "ai_tokens" | "users";
                 /** @description The feature form: is this feature of the tier table in force? */
-                feature?: string;
+                feature?: "api_access" | "audit_log" | "sso";
                 /** @description The metric form only */
                 amount?: number;
             };
@@ -3844,7 +3851,7 @@ export interface operations {
             path: {
                 id: string;
                 /** @description A feature or a metric of the tier table */
-                name: string;
+                name: "api_access" | "audit_log" | "sso" | "projects" | "ai_tokens" | "users";
             };
             cookie?: never;
         };
@@ -3962,7 +3969,7 @@ export interface operations {
             path: {
                 id: string;
                 /** @description A feature or a metric of the tier table */
-                name: string;
+                name: "api_access" | "audit_log" | "sso" | "projects" | "ai_tokens" | "users";
             };
             cookie?: never;
         };
@@ -4347,8 +4354,8 @@ export interface operations {
     BillingController_checkoutSession: {
         parameters: {
             query: {
-                /** @description Checkout session id, ^cs_[A-Za-z0-9_]{1,250}$ */
-                session_id: unknown;
+                /** @description The checkout session's id: the success URL's `{CHECKOUT_SESSION_ID}` */
+                session_id: string;
             };
             header?: never;
             path?: never;

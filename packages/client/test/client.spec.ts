@@ -1,6 +1,6 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { createClient, isServiceError, Notification, Schemas, ServiceError, verifyEntitlements, verifyNotification } from '../src';
+import { createClient, isServiceError, Notification, ServiceError, verifyEntitlements, verifyNotification } from '../src';
 import { FakeProvider } from '../../../test/support/fake-provider';
 import { newNotifySecret } from '../../../test/support/notification-receiver';
 import { startSubscriptionApp, startSubscriptionDouble, subscribed } from '../../../test/support/subscribed';
@@ -149,8 +149,8 @@ describe('packages/client against the service', () => {
     const read = await backEnd.entitlements(organisation.id);
     // Typed: the features and limits of the read, no usage.
     expect(verified).toMatchObject({ organisation_id: organisation.id, sub: organisation.id, tier: read.tier, features: read.features, version: read.version });
-    const projects = read.limits.projects as Schemas['LimitEntitlement'];
-    expect(verified.limits.projects).toEqual({ limit: projects.limit, overage: projects.overage, source: projects.source });
+    const { limit, overage, source } = read.limits.projects;
+    expect(verified.limits.projects).toEqual({ limit, overage, source });
     expect(verified.exp - verified.iat).toBe(600);
     expect(new Date(verified.exp * 1000).toISOString()).toBe(expires_at);
     // A self-hosted install keeps the key set beside its license file: no call at all.
