@@ -15,6 +15,9 @@ import { IdentityModule } from './identity/identity.module';
 import { LicensingModule } from './licensing/licensing.module';
 import { NotificationsModule } from './notifications/notifications.module';
 import { OpsModule } from './ops/ops.module';
+import { ProviderModule } from './provider/provider.module';
+import { SandboxModule } from './sandbox/sandbox.module';
+import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
 import { WebhookModule } from './webhook/webhook.module';
 
 @Module({})
@@ -28,6 +31,7 @@ export class AppModule {
         DatabaseModule.forRoot(config),
         AuditModule,
         IdentityModule,
+        ProviderModule.forRoot({ module: SandboxModule, adapter: SandboxPaymentProvider }),
         HealthModule,
         LicensingModule,
         BillingModule,

@@ -1,5 +1,5 @@
 import { MeterDelivery } from '../src/billing/meters/meter-delivery.service';
-import { MeterEventInput, PaymentProvider } from '../src/billing/payment-provider.port';
+import { MeterEventInput, PaymentProvider } from '../src/provider/payment-provider.port';
 import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
 import { createTestDatabase } from './support/databases';
 import { cli } from './support/run-cli';

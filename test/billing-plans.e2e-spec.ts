@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PriceCatalog } from '../src/billing/price-catalog';
+import { PriceCatalog } from '../src/provider/price-catalog';
 import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
 import { startTestApp, TestApp } from './support/test-app';
 import { waitFor } from './support/wait-for';

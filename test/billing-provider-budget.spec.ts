@@ -1,5 +1,5 @@
-import { ProviderBudget, ProviderBudgetExhausted, ProviderPriority } from '../src/billing/provider-budget';
-import { TokenBucket } from '../src/billing/token-bucket';
+import { ProviderBudget, ProviderBudgetExhausted, ProviderPriority } from '../src/provider/provider-budget';
+import { TokenBucket } from '../src/provider/token-bucket';
 
 /** A clock the test moves by hand; the budget's timers are jest's fake ones, so nothing here depends on real time. */
 function budget(maxRps: number, maxWaitMs = 10_000) {

@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { providerCalls } from '../src/ops/metrics';
+import { providerCalls } from '../src/common/metrics';
 import { FAKE_SECRET_KEY, Failure, FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
 

@@ -4,7 +4,7 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { SandboxStore } from '../src/billing/sandbox/sandbox.store';
+import { SandboxStore } from '../src/sandbox/sandbox.store';
 import { cli } from './support/run-cli';
 import { createOrganisation, createUserWithSession, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
 import { launchChromium } from './support/browser';

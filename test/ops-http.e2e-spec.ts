@@ -1,6 +1,6 @@
 import express from 'express';
 import request from 'supertest';
-import { httpRequestDuration, registry } from '../src/ops/metrics';
+import { httpRequestDuration, registry } from '../src/common/metrics';
 import { requestMetrics } from '../src/ops/request-metrics';
 import { createUserWithSession, startTestApp, TestApp } from './support/test-app';
 

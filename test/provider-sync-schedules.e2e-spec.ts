@@ -1,6 +1,6 @@
 import * as pg from 'pg';
 import { eventCommands } from '../src/cli/events.commands';
-import { PaymentProvider } from '../src/billing/payment-provider.port';
+import { PaymentProvider } from '../src/provider/payment-provider.port';
 import { ProviderSync, SyncSummary } from '../src/webhook/provider-sync.service';
 import { FAKE_SECRET_KEY, FakeProvider } from './support/fake-provider';
 import { newNotifySecret, NotificationReceiver, startReceiver } from './support/notification-receiver';

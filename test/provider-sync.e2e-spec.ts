@@ -1,5 +1,5 @@
 import { eventCommands } from '../src/cli/events.commands';
-import { providerSyncChanges } from '../src/ops/metrics';
+import { providerSyncChanges } from '../src/common/metrics';
 import { ProviderSync, SyncSummary } from '../src/webhook/provider-sync.service';
 import { ProviderSyncSchedule } from '../src/webhook/provider-sync.schedule';
 import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';

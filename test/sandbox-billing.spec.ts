@@ -1,5 +1,5 @@
-import { addInterval, SubscriptionState } from '../src/billing/sandbox/provider-events';
-import { changeNowCharge, nextPeriodCharge, portalTakesNow } from '../src/billing/sandbox/sandbox-billing';
+import { addInterval, SubscriptionState } from '../src/sandbox/provider-events';
+import { changeNowCharge, nextPeriodCharge, portalTakesNow } from '../src/sandbox/sandbox-billing';
 
 const DAY = 86_400;
 const start = Date.UTC(2026, 3, 1) / 1000; // 1 April 2026: a 30-day month

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SandboxStore } from '../src/billing/sandbox/sandbox.store';
+import { SandboxStore } from '../src/sandbox/sandbox.store';
 import { cli } from './support/run-cli';
 import { freePort } from './support/free-port';
 import { createOrganisation, createUserWithSession, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';

@@ -1,5 +1,6 @@
 import Stripe from 'stripe';
-import { esc, money } from '../src/billing/sandbox/sandbox-pages';
+import { esc } from '../src/common/html-page';
+import { money } from '../src/sandbox/sandbox-pages';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -11,8 +12,8 @@ import {
   scheduleObject,
   subscriptionObject,
   SubscriptionState,
-} from '../src/billing/sandbox/provider-events';
-import { signatureHeader } from '../src/billing/provider-signature';
+} from '../src/sandbox/provider-events';
+import { signatureHeader } from '../src/provider/provider-signature';
 import { triggerEvent } from '../src/cli/webhook-trigger.command';
 import { loadConfig } from '../src/config/app-config';
 

@@ -1,4 +1,4 @@
-import { signatureHeader } from '../src/billing/provider-signature';
+import { signatureHeader } from '../src/provider/provider-signature';
 import { createOrganisation, createUserWithSession, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
 
 const APP = 'http://localhost:3000';

@@ -1,5 +1,5 @@
 import { licenseOf } from './support/license-state';
-import { webhookEvents } from '../src/ops/metrics';
+import { webhookEvents } from '../src/common/metrics';
 import { createOrganisation, startTestApp, TestApp } from './support/test-app';
 import {
   invoiceObject,

@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { computeSignature } from '../src/billing/provider-signature';
+import { computeSignature } from '../src/provider/provider-signature';
 import { parseSignatureHeader, verifySignature } from '../src/webhook/signature';
 import { resolveTier } from '../src/webhook/tier-resolution';
 import { DEFAULT_TIERS } from '../src/config/tiers';

@@ -4,9 +4,9 @@ import { LRUCache } from 'lru-cache';
 import { AppException, notAMember } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { IdentityService } from '../identity/identity.service';
-import { CallerLimits } from './caller-limits';
-import { CheckoutSessionInfo, PaymentProvider, PaymentProviderError } from './payment-provider.port';
-import { providerFailure } from './provider-failure';
+import { CallerLimits } from '../provider/caller-limits';
+import { CheckoutSessionInfo, PaymentProvider, PaymentProviderError } from '../provider/payment-provider.port';
+import { providerFailure } from '../provider/provider-failure';
 import { CheckoutSessionResult } from './checkout-session.dto';
 
 // Checked before the provider is called, so a crafted id (`../customers/cus_1`) never reaches its API.

@@ -7,14 +7,14 @@ import { AppException } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
-import { CallerLimits } from './caller-limits';
+import { CallerLimits } from '../provider/caller-limits';
 import { CheckoutPlan, OpenCheckoutsRepository, RecordedSession } from './open-checkouts.repository';
 import { CheckoutCreatedResponse, CreateCheckoutDto } from './checkout.dto';
-import { CreateCheckoutInput, PaymentProvider, PaymentProviderError } from './payment-provider.port';
-import { PriceCatalog } from './price-catalog';
+import { CreateCheckoutInput, PaymentProvider, PaymentProviderError } from '../provider/payment-provider.port';
+import { PriceCatalog } from '../provider/price-catalog';
 import { ProviderSubscriptions } from './provider-subscriptions.service';
 import { checkRequest } from './subscription-plan';
-import { providerFailure } from './provider-failure';
+import { providerFailure } from '../provider/provider-failure';
 import { requireReturnUrl } from './return-url';
 
 // A second tab's checkout waits up to ~5 s for the first to open its session, then answers 409 checkout_in_progress.

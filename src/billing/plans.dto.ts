@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { PlanPrice } from './price-catalog';
+import { PlanPrice } from '../provider/price-catalog';
 
 export class PlanPriceDto implements PlanPrice {
   @ApiProperty({ example: 'price_1PgafmB7WZ01zgkW6dKueIc5', description: 'The provider price id' }) id: string;

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { FREE_TIER, limitsOf } from '../config/tiers';
 import { Plan, PlanLimits } from './plans.dto';
-import { PriceCatalog } from './price-catalog';
+import { PriceCatalog } from '../provider/price-catalog';
 
 /** The public plan list (spec §11.2): the tier table with the prices the provider confirmed. */
 @Injectable()

@@ -3,10 +3,10 @@ import { AppException } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
-import { CallerLimits } from './caller-limits';
-import { PaymentProvider, PaymentProviderError } from './payment-provider.port';
+import { CallerLimits } from '../provider/caller-limits';
+import { PaymentProvider, PaymentProviderError } from '../provider/payment-provider.port';
 import { PortalSessionResponse } from './portal.dto';
-import { providerFailure } from './provider-failure';
+import { providerFailure } from '../provider/provider-failure';
 
 /** GET /api/billing/portal: a provider-hosted page where an owner or admin manages the subscription. */
 @Injectable()

@@ -1,5 +1,5 @@
 import type { PendingChange } from './provider-subscription.entity';
-import { idOf, isObject, secondsOf } from './provider-event';
+import { idOf, isObject, secondsOf } from '../provider/provider-event';
 
 /**
  * What a provider subscription object says of itself, besides its tier (spec §5, §11.5): read the same way

@@ -1,7 +1,7 @@
 import { Controller, Get, Header, Query } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { Public } from '../common/route-auth.decorators';
-import { esc, htmlPage } from './sandbox/sandbox-pages';
+import { esc, htmlPage } from '../common/html-page';
 
 // What a checkout session id looks like (as GET /api/billing/session checks it); anything else is not shown.
 const CHECKOUT_SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;

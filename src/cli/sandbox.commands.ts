@@ -1,7 +1,7 @@
 import { AuditService } from '../audit/audit.service';
-import { SandboxDelivery } from '../billing/sandbox/sandbox-delivery';
-import { SandboxSubscriptions } from '../billing/sandbox/sandbox-subscriptions';
-import { SandboxStore } from '../billing/sandbox/sandbox.store';
+import { SandboxDelivery } from '../sandbox/sandbox-delivery';
+import { SandboxSubscriptions } from '../sandbox/sandbox-subscriptions';
+import { SandboxStore } from '../sandbox/sandbox.store';
 import { cliActor, CliCommand, CliUsageError, integerFlag, optionalFlag, requireFlag } from './cli-command';
 import { webhookUrlFlag } from './webhook-trigger.command';
 

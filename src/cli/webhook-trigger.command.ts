@@ -1,4 +1,4 @@
-import { EVENT_TYPES as TYPES } from '../billing/provider-event';
+import { EVENT_TYPES as TYPES } from '../provider/provider-event';
 import type { AppConfig } from '../config/app-config';
 import { isPaidTier, paidTiers } from '../config/tiers';
 import {
@@ -11,7 +11,7 @@ import {
   randomId,
   subscriptionObject,
   SubscriptionState,
-} from '../billing/sandbox/provider-events';
+} from '../sandbox/provider-events';
 import { CliCommand, CliUsageError, optionalFlag, requireFlag } from './cli-command';
 
 // The events a checkout, the portal and a renewal send (what the sandbox sends too).

@@ -52,7 +52,7 @@ export class AppConfig {
   readonly providerTimeoutMs: number;
   /**
    * The provider requests per second this instance makes at most (PAYPROVIDER_MAX_RPS), shared by priority
-   * (billing/provider-budget.ts). Default half the provider's documented account limit: 50 with a live key
+   * (provider/provider-budget.ts). Default half the provider's documented account limit: 50 with a live key
    * (limit 100/s), 12 with a test key (limit 25/s); the other half stays for the web app's own calls.
    */
   readonly providerMaxRps: number;

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import * as pg from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
-import { trackPool } from '../ops/metrics';
+import { trackPool } from '../common/metrics';
 import { ClosingClient } from './closing-client';
 import { holdsTransactionConnection, SecondConnectionRefused } from './held-connection';
 

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Webhook } from 'standardwebhooks';
 import { AppConfig } from '../config/app-config';
-import { notificationDeliveries } from '../ops/metrics';
+import { notificationDeliveries } from '../common/metrics';
 import { DeliveryAttemptRow, NotificationDeliveriesRepository } from './notification-deliveries.repository';
 
 /** Per attempt: no answer (headers) within this long is a failure. */

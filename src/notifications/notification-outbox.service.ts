@@ -5,7 +5,7 @@ import { AuditActor, AuditService } from '../audit/audit.service';
 import { AppException } from '../common/app-exception';
 import { transaction } from '../database/transaction';
 import { AppConfig } from '../config/app-config';
-import { NotificationBacklog, trackNotificationBacklog } from '../ops/metrics';
+import { NotificationBacklog, trackNotificationBacklog } from '../common/metrics';
 import { NotificationDeliveriesRepository } from './notification-deliveries.repository';
 import { DeliveryStatus } from './notification-delivery.entity';
 import { displayUrl } from './notification-delivery.service';

@@ -4,7 +4,7 @@ import { run, Runner } from 'graphile-worker';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'pg';
 import { AppConfig } from '../config/app-config';
-import { jobQueueRestarts } from '../ops/metrics';
+import { jobQueueRestarts } from '../common/metrics';
 import { DELIVERY_TASK, JobQueueTasks, jobQueuePool, MINUTELY_TASK, queueLogger } from './job-queue';
 import { NotificationDeliveryService } from './notification-delivery.service';
 import { NotificationsService } from './notifications.service';

@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiErrors } from '../common/api-docs';
 import { MetricsToken } from '../common/route-auth.decorators';
-import { registry } from './metrics';
+import { registry } from '../common/metrics';
 
 /**
  * Prometheus scrape endpoint. A scraper has no user session: protected by METRICS_TOKEN when one is

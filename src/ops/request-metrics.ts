@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { httpRequestDuration } from './metrics';
+import { httpRequestDuration } from '../common/metrics';
 
 /**
  * Times every request into `http_request_duration_seconds`. The `route` label is the pattern Express

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { EVENT_RANK, EVENT_TYPES, idOf } from '../billing/provider-event';
+import { EVENT_RANK, EVENT_TYPES, idOf } from '../provider/provider-event';
 import { subscriptionFacts } from '../billing/provider-subscription-facts';
 import { ApplyResult, KnownSubscription, ProviderSubscriptions, SubscriptionChange } from '../billing/provider-subscriptions.service';
 import { AppConfig } from '../config/app-config';

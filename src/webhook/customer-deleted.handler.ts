@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { EVENT_TYPES, idOf, ProviderEvent } from '../billing/provider-event';
+import { EVENT_TYPES, idOf, ProviderEvent } from '../provider/provider-event';
 import { IdentityService } from '../identity/identity.service';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent } from './event-handler';
 import { customerSchema } from './event-schemas';

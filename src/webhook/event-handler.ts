@@ -1,7 +1,7 @@
 import { DiscoveryService } from '@nestjs/core';
 import { EntityManager } from 'typeorm';
 import { ZodType } from 'zod';
-import { ProviderEvent } from '../billing/provider-event';
+import { ProviderEvent } from '../provider/provider-event';
 import { LedgerStatus } from './webhook-event.entity';
 
 /**

@@ -1,5 +1,5 @@
 import { EntityManager } from 'typeorm';
-import { ProviderEvent } from '../billing/provider-event';
+import { ProviderEvent } from '../provider/provider-event';
 import { HandlerOutcome } from './event-handler';
 import { parseEvent } from './provider-event';
 import { EventSource, LedgerStatus } from './webhook-event.entity';

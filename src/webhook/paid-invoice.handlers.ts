@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { HistoryService, PaidInvoice } from '../billing/history.service';
-import { EVENT_TYPES, idOf, isObject, ProviderEvent, secondsOf } from '../billing/provider-event';
+import { EVENT_TYPES, idOf, isObject, ProviderEvent, secondsOf } from '../provider/provider-event';
 import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
 import { AppConfig } from '../config/app-config';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent, reasons } from './event-handler';

@@ -1,4 +1,4 @@
-import { isObject, ProviderEvent } from '../billing/provider-event';
+import { isObject, ProviderEvent } from '../provider/provider-event';
 import { AppException } from '../common/app-exception';
 
 const invalid = (message: string) => new AppException('invalid_event', message);

@@ -2,7 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } fro
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { AppConfig } from '../config/app-config';
-import { providerSyncRuns } from '../ops/metrics';
+import { providerSyncRuns } from '../common/metrics';
 import { JobLeasesRepository } from './job-leases.repository';
 import { ProviderSync } from './provider-sync.service';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { PriceCatalog } from '../billing/price-catalog';
-import { EVENT_TYPES, idOf, ProviderEvent } from '../billing/provider-event';
+import { PriceCatalog } from '../provider/price-catalog';
+import { EVENT_TYPES, idOf, ProviderEvent } from '../provider/provider-event';
 import { scheduleFacts, scheduleState } from '../billing/provider-subscription-facts';
 import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent } from './event-handler';

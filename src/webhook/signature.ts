@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { computeSignature, SIGNATURE_HEADER } from '../billing/provider-signature';
+import { computeSignature, SIGNATURE_HEADER } from '../provider/provider-signature';
 import { AppException } from '../common/app-exception';
 import { ErrorCode } from '../common/error-codes';
 

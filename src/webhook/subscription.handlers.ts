@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { EVENT_RANK, EVENT_TYPES, idOf, ProviderEvent, secondsOf } from '../billing/provider-event';
+import { EVENT_RANK, EVENT_TYPES, idOf, ProviderEvent, secondsOf } from '../provider/provider-event';
 import { ProviderSubscriptions, SubscriptionChange } from '../billing/provider-subscriptions.service';
 import { AppConfig } from '../config/app-config';
 import { NotificationsService } from '../notifications/notifications.service';

@@ -1,4 +1,4 @@
-import { idOf, isObject } from '../billing/provider-event';
+import { idOf, isObject } from '../provider/provider-event';
 import { AppConfig } from '../config/app-config';
 import { FREE_TIER, isPaidTier } from '../config/tiers';
 

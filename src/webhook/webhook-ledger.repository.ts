@@ -1,5 +1,5 @@
 import { EntityManager } from 'typeorm';
-import { EVENT_RANK } from '../billing/provider-event';
+import { EVENT_RANK } from '../provider/provider-event';
 import { preparedQuery } from '../database/prepared';
 import { EventSource, LedgerStatus } from './webhook-event.entity';
 

@@ -2,8 +2,8 @@ import { CanActivate, ExecutionContext, Injectable, Logger, RawBodyRequest } fro
 import type { Request } from 'express';
 import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
-import { webhookEvents } from '../ops/metrics';
-import { ProviderEvent } from '../billing/provider-event';
+import { webhookEvents } from '../common/metrics';
+import { ProviderEvent } from '../provider/provider-event';
 import { parseEvent } from './provider-event';
 import { verifySignature } from './signature';
 

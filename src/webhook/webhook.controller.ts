@@ -4,7 +4,7 @@ import { ApiErrors } from '../common/api-docs';
 import { AppException } from '../common/app-exception';
 import { LEDGER_STATUSES } from './webhook-event.entity';
 import { EventDispatcher } from './event-dispatcher';
-import { SIGNATURE_HEADER } from '../billing/provider-signature';
+import { SIGNATURE_HEADER } from '../provider/provider-signature';
 import { SignedByProvider } from './signed-by-provider.decorator';
 import { WebhookRequest } from './webhook-signature.guard';
 

@@ -3,7 +3,7 @@ import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerRespo
 import { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { subscriptionChangeRoutes } from './fake-subscription-changes';
-import { duplicateIdentifierMessage, METER_IDENTIFIER_UNIQUE_S, meterTimestampProblem } from '../../src/billing/meters/meter-rules';
+import { duplicateIdentifierMessage, METER_IDENTIFIER_UNIQUE_S, meterTimestampProblem } from '../../src/provider/meter-rules';
 import providerApi from './provider-api.json';
 import { providerEvent } from './provider-events';
 import providerFixtures from './provider-fixtures.json';

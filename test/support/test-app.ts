@@ -7,7 +7,7 @@ import pino from 'pino';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { createApp } from '../../src/app.factory';
-import { PriceCatalog } from '../../src/billing/price-catalog';
+import { PriceCatalog } from '../../src/provider/price-catalog';
 import { AppConfig, loadConfig } from '../../src/config/app-config';
 import { IdentityService } from '../../src/identity/identity.service';
 import { Role } from '../../src/identity/membership.entity';

@@ -2,9 +2,9 @@ import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/commo
 import { AppConfig } from '../../config/app-config';
 import { MeteredMetric } from '../../config/tiers';
 import { JobQueueTasks } from '../../notifications/job-queue';
-import { meterEvents, trackMeterWindows } from '../../ops/metrics';
-import { PaymentProvider, PaymentProviderError } from '../payment-provider.port';
-import { METER_EVENT_MAX_AGE_S } from './meter-rules';
+import { meterEvents, trackMeterWindows } from '../../common/metrics';
+import { PaymentProvider, PaymentProviderError } from '../../provider/payment-provider.port';
+import { METER_EVENT_MAX_AGE_S } from '../../provider/meter-rules';
 import { METER_FLUSH_TASK, METER_WINDOW_TASK, meterIdentifier, MetersRepository, WindowKey } from './meters.repository';
 
 /** Windows closed per flush run (the rest wait for the next run, one window length later). */

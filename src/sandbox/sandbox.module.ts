@@ -1,5 +1,5 @@
 import { Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
-import { AppConfig } from '../../config/app-config';
+import { AppConfig } from '../config/app-config';
 import { SandboxController } from './sandbox.controller';
 import { SandboxDelivery } from './sandbox-delivery';
 import { SandboxPaymentProvider } from './sandbox-payment-provider';
@@ -9,8 +9,9 @@ import { SandboxSubscriptions } from './sandbox-subscriptions';
 import { SandboxUrls } from './sandbox-urls';
 
 /**
- * The built-in sandbox payment provider (spec §8). BillingModule imports it and binds SandboxPaymentProvider
- * to the PaymentProvider port when PAYPROVIDER_SECRET_KEY is unset; its pages answer 404 otherwise.
+ * The built-in sandbox payment provider (spec §8), an adapter of the PaymentProvider port (src/provider):
+ * ProviderModule imports it and binds SandboxPaymentProvider to the port when PAYPROVIDER_SECRET_KEY is unset;
+ * its pages answer 404 otherwise.
  */
 @Module({
   controllers: [SandboxController],

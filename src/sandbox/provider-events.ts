@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { ProviderEvent } from '../provider-event';
-import { SIGNATURE_HEADER, signatureHeader } from '../provider-signature';
+import { ProviderEvent } from '../provider/provider-event';
+import { SIGNATURE_HEADER, signatureHeader } from '../provider/provider-signature';
 
 /**
  * Builders for payment-provider objects and signed events, shaped like the provider's current API (its

@@ -1,8 +1,9 @@
+import { esc } from '../common/html-page';
 import { SandboxInterval } from './provider-events';
 import { SandboxPortalSession } from './sandbox-portal-session.entity';
 import { SandboxSchedule } from './sandbox-schedule.entity';
 import { SandboxSubscription } from './sandbox-subscription.entity';
-import { day, esc, layout, planTotal } from './sandbox-pages';
+import { day, layout, planTotal } from './sandbox-pages';
 
 /** A paid tier as the portal offers it. */
 export interface PortalTier {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../../config/app-config';
-import { isPaidTier } from '../../config/tiers';
-import { providerCalls } from '../../ops/metrics';
+import { AppConfig } from '../config/app-config';
+import { isPaidTier } from '../config/tiers';
+import { providerCalls } from '../common/metrics';
 import {
   CheckoutSessionInfo,
   CreateCheckoutInput,
@@ -14,9 +14,9 @@ import {
   PriceInfo,
   PROVIDER_PAGE_SIZE,
   ProviderPage,
-} from '../payment-provider.port';
-import { ProviderEvent } from '../provider-event';
-import { meterTimestampProblem } from '../meters/meter-rules';
+} from '../provider/payment-provider.port';
+import { ProviderEvent } from '../provider/provider-event';
+import { meterTimestampProblem } from '../provider/meter-rules';
 import { nowSeconds, parseSandboxPriceId, priceObject, SANDBOX_CURRENCY, SandboxPlan, sandboxPriceIds, scheduleObject } from './provider-events';
 import { SandboxDelivery } from './sandbox-delivery';
 import { SandboxSubscriptions } from './sandbox-subscriptions';

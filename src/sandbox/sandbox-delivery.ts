@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { AppConfig } from '../../config/app-config';
+import { AppConfig } from '../config/app-config';
 import { postSignedEvent } from './provider-events';
 import { PendingEvent } from './sandbox.repository';
 import { SandboxStore } from './sandbox.store';

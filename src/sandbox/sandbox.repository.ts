@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In, IsNull, MoreThan, Not } from 'typeorm';
-import { ProviderEvent } from '../provider-event';
+import { ProviderEvent } from '../provider/provider-event';
 import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
 import { SandboxCustomer } from './sandbox-customer.entity';
 import { SandboxEvent } from './sandbox-event.entity';

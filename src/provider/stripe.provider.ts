@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import Stripe from 'stripe';
 import { AppConfig } from '../config/app-config';
-import { providerCalls } from '../ops/metrics';
+import { providerCalls } from '../common/metrics';
 import {
   CheckoutSessionInfo,
   CreateCheckoutInput,

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { transaction } from '../../database/transaction';
-import { EVENT_TYPES, ProviderEvent } from '../provider-event';
+import { transaction } from '../database/transaction';
+import { EVENT_TYPES, ProviderEvent } from '../provider/provider-event';
 import {
   addInterval,
   eventEnvelope,

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { transaction } from '../../database/transaction';
-import { PaymentProviderError } from '../payment-provider.port';
-import { EVENT_TYPES } from '../provider-event';
+import { transaction } from '../database/transaction';
+import { PaymentProviderError } from '../provider/payment-provider.port';
+import { EVENT_TYPES } from '../provider/provider-event';
 import {
   eventEnvelope,
   invoiceObject,

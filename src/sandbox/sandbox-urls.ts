@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { AppConfig } from '../../config/app-config';
+import { AppConfig } from '../config/app-config';
 
 /**
  * Where this instance can be reached. The sandbox's pages are served by the service itself, and its events
