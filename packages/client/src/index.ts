@@ -8,8 +8,14 @@ export type Schemas = components['schemas'];
 
 /** The shared error body of every error the service answers. */
 export type ErrorBody = Schemas['ErrorResponse'];
-/** Every stable machine code the service can answer: switch on it, not on the message. */
-export type ErrorCode = ErrorBody['code'];
+/**
+ * The client's own codes, for what is not an answer of the service: none arrived (`network_error`: the
+ * service is unreachable, the connection broke), or one that is not its JSON (`bad_response`: a proxy's or a
+ * gateway's own error page, a body cut short or of another shape).
+ */
+export type ClientErrorCode = 'network_error' | 'bad_response';
+/** Every stable machine code a call can throw, the service's and the client's: switch on it, not on the message. */
+export type ErrorCode = ErrorBody['code'] | ClientErrorCode;
 /** A feature of the tier table (the one the client was generated with: `TIERS_FILE=… npm run client:generate`). */
 export type Feature = keyof Schemas['EntitlementsResponse']['features'];
 /** A metric of the tier table: the three, then its further metrics. */
@@ -17,25 +23,31 @@ export type Metric = keyof Schemas['EntitlementsResponse']['limits'];
 /** What an override names: a feature or a metric. */
 export type Entitlement = Feature | Metric;
 
-/** An answer of the service other than 2xx: its status, its `code` and its request id (for support). */
+/**
+ * Every failure of a call: an answer of the service other than 2xx (its status, its `code`, its body), or
+ * one of the client's own codes when the service's answer never came (`network_error`) or was not its JSON
+ * (`bad_response`). Each with the request id where there is one, for support.
+ */
 export class ServiceError extends Error {
+  /** The answer's HTTP status; 0 when none arrived (`network_error`), as fetch's own network-error response. */
   readonly status: number;
   readonly code: ErrorCode;
-  readonly body: ErrorBody;
-  /** `X-Request-Id` of the failed request: the service logs its details under it. */
+  /** The service's error body; null for the client's own codes, when there is none. */
+  readonly body: ErrorBody | null;
+  /** `X-Request-Id` of the answer, when it has one: the service logs the request's details under it. */
   readonly requestId: string | null;
-  /** Seconds to wait before trying again, when the service said so (`Retry-After`). */
+  /** Seconds to wait before trying again, when the answer said so (`Retry-After`). */
   readonly retryAfterS: number | null;
 
-  constructor(response: Response, body: ErrorBody) {
-    super(`${response.status} ${body.code}: ${body.message}`);
+  constructor(response: Response | null, body: ErrorBody | { code: ClientErrorCode; message: string }, options?: { cause?: unknown }) {
+    super(`${response ? response.status : 'no answer'} ${body.code}: ${body.message}`, options);
     this.name = 'ServiceError';
-    this.status = response.status;
+    this.status = response?.status ?? 0;
     this.code = body.code;
-    this.body = body;
-    this.requestId = response.headers.get('x-request-id');
-    const retryAfter = Number(response.headers.get('retry-after'));
-    this.retryAfterS = response.headers.has('retry-after') && Number.isFinite(retryAfter) ? retryAfter : null;
+    this.body = 'statusCode' in body ? body : null;
+    this.requestId = response?.headers.get('x-request-id') ?? null;
+    const retryAfter = Number(response?.headers.get('retry-after'));
+    this.retryAfterS = response?.headers.has('retry-after') && Number.isFinite(retryAfter) ? retryAfter : null;
   }
 }
 
@@ -69,13 +81,18 @@ export function createClient(options: ClientOptions) {
   const headers: Record<string, string> = {};
   if (options.session) headers.Authorization = `Bearer ${options.session}`;
   if (options.serviceKey) headers['X-Service-Key'] = options.serviceKey;
-  const api = createFetchClient<paths>({ baseUrl: options.baseUrl, headers, ...(options.fetch ? { fetch: options.fetch } : {}) });
+  const api = createFetchClient<paths>({
+    baseUrl: options.baseUrl,
+    headers,
+    fetch: (request) => serviceAnswer(options.fetch ?? globalThis.fetch, request),
+  });
 
   // openapi-fetch answers `{ data }` or `{ error }` with the response; this turns the second into a throw.
   async function call<T>(pending: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
     const { data, error, response } = await pending;
-    if (!response.ok) throw new ServiceError(response, error as ErrorBody);
-    return data as T;
+    if (response.ok) return data as T;
+    if (isErrorBody(error)) throw new ServiceError(response, error);
+    throw new ServiceError(response, { code: 'bad_response', message: `the answer's JSON is not the service's error shape` });
   }
 
   return {
@@ -197,6 +214,58 @@ export function createClient(options: ClientOptions) {
 }
 
 export type Client = ReturnType<typeof createClient>;
+
+/** Statuses whose answer has no body. */
+const NO_BODY = [204, 205, 304];
+
+/**
+ * The answer to a request, read whole, or a ServiceError for what is not the service's: no answer or a
+ * connection that broke while it arrived (`network_error`), a body that is not JSON (`bad_response`).
+ * Reading the body here is what lets both keep the answer's status and request id.
+ */
+async function serviceAnswer(fetch: typeof globalThis.fetch, request: Request): Promise<Response> {
+  const where = `${request.method} ${new URL(request.url).pathname}`;
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(request);
+  } catch (err) {
+    throw new ServiceError(null, { code: 'network_error', message: `${where}: the service could not be reached (${reason(err)})` }, { cause: err });
+  }
+  if (NO_BODY.includes(response.status)) return response;
+  try {
+    text = await response.text();
+  } catch (err) {
+    throw new ServiceError(response, { code: 'network_error', message: `${where}: the connection broke during the answer (${reason(err)})` }, { cause: err });
+  }
+  const problem = notJson(response.headers.get('content-type'), text);
+  if (problem) throw new ServiceError(response, { code: 'bad_response', message: `${where}: ${problem}, not the service's JSON` });
+  return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+/** Why a body is not JSON (a proxy's HTML page, nothing, a body cut short), or null when it is. */
+function notJson(type: string | null, text: string): string | null {
+  if (!text) return 'the answer is empty';
+  if (!type || !/^application\/([\w.-]+\+)?json\b/i.test(type)) return `the answer is ${type ?? 'of no content type'}`;
+  try {
+    JSON.parse(text);
+    return null;
+  } catch {
+    return 'the answer is malformed JSON';
+  }
+}
+
+function isErrorBody(body: unknown): body is ErrorBody {
+  return typeof body === 'object' && body !== null && typeof (body as ErrorBody).code === 'string' && typeof (body as ErrorBody).message === 'string';
+}
+
+/** What fetch says went wrong: Node's `fetch failed` carries the system's code (ECONNREFUSED…) as its cause. */
+function reason(err: unknown): string {
+  const cause = (err as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
+  if (typeof cause?.code === 'string') return cause.code;
+  if (typeof cause?.message === 'string') return cause.message;
+  return err instanceof Error ? err.message : String(err);
+}
 
 /** What the service POSTs to each of `NOTIFY_URLS` (the document's `webhooks`). */
 export type Notification =

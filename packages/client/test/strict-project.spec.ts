@@ -74,7 +74,10 @@ const firstPlanProjects: number | undefined = plans[0]?.limits.projects;
 try {
   await client.reportUsage({ organisation_id: e.organisation_id, metric: 'projects', amount: 1 });
 } catch (err) {
-  if (isServiceError(err, 'limit_exceeded')) console.log(err.status, err.requestId);
+  if (isServiceError(err, 'limit_exceeded')) console.log(err.status, err.requestId, err.body?.message);
+  else if (isServiceError(err, 'network_error', 'bad_response')) console.log(err.code, err.status, err.cause);
+  // @ts-expect-error not a code anyone throws
+  else if (isServiceError(err, 'fetch_failed')) console.log(err);
 }
 export { currency, firstPlanProjects, named, projectsLeft, source, sso, tokens };
 `;
