@@ -1,11 +1,10 @@
-import { DynamicModule, Module, ValidationPipe } from '@nestjs/common';
+import { DynamicModule, Global, Module, ValidationPipe } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ErrorFilter } from './common/error.filter';
 import { AppConfig } from './config/app-config';
 import { AuditModule } from './audit/audit.module';
 import { BillingModule } from './billing/billing.module';
 import { ConsoleModule } from './console/console.module';
-import { SubscriptionModule } from './billing/subscription.module';
 import { MetersModule } from './billing/meters/meters.module';
 import { AppConfigModule } from './config/app-config.module';
 import { DatabaseModule } from './database/database.module';
@@ -14,11 +13,26 @@ import { RouteAuthGuard } from './identity/auth.guard';
 import { IdentityModule } from './identity/identity.module';
 import { LicensingModule } from './licensing/licensing.module';
 import { NotificationsModule } from './notifications/notifications.module';
+import { NotificationsService } from './notifications/notifications.service';
 import { OpsModule } from './ops/ops.module';
 import { ProviderModule } from './provider/provider.module';
 import { SandboxModule } from './sandbox/sandbox.module';
 import { SandboxPaymentProvider } from './sandbox/sandbox-payment-provider';
+import { LicenseChanges } from './subscriptions/license-changes.port';
+import { SubscriptionsModule } from './subscriptions/subscriptions.module';
 import { WebhookModule } from './webhook/webhook.module';
+
+/**
+ * The ports a lower module owns, each bound here to the upper module that implements it, so that no module
+ * imports one above it (docs/architecture.md, "Layers"): what may move a license tells notifications.
+ */
+@Global()
+@Module({
+  imports: [NotificationsModule],
+  providers: [{ provide: LicenseChanges, useExisting: NotificationsService }],
+  exports: [LicenseChanges],
+})
+class PortBindings {}
 
 @Module({})
 export class AppModule {
@@ -37,10 +51,11 @@ export class AppModule {
         BillingModule,
         MetersModule,
         WebhookModule,
-        SubscriptionModule,
+        SubscriptionsModule,
         NotificationsModule,
         OpsModule,
         ConsoleModule,
+        PortBindings,
       ],
       providers: [
         { provide: APP_FILTER, useClass: ErrorFilter },

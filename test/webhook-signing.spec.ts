@@ -1,7 +1,7 @@
 import Stripe from 'stripe';
 import { computeSignature } from '../src/provider/provider-signature';
 import { parseSignatureHeader, verifySignature } from '../src/webhook/signature';
-import { resolveTier } from '../src/webhook/tier-resolution';
+import { resolveTier } from '../src/subscriptions/tier-resolution';
 import { DEFAULT_TIERS } from '../src/config/tiers';
 import { signatureHeader } from './support/webhook-signing';
 import { subscriptionObject } from './support/provider-events';

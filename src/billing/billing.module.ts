@@ -6,16 +6,16 @@ import { BillingHistoryRepository } from './billing-history.repository';
 import { OpenCheckoutsRepository } from './open-checkouts.repository';
 import { PortalService } from './portal.service';
 import { PlansService } from './plans.service';
-import { ProviderSubscriptions } from './provider-subscriptions.service';
-import { ProviderSubscriptionsRepository } from './provider-subscriptions.repository';
+import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { ReturnPagesController } from './return-pages.controller';
 import { CheckoutReportService } from './checkout-report.service';
 
 /**
- * The plan list and its prices; checkout, portal, checkout-session report and billing history; the pages a buyer returns to; the
- * provider subscriptions tied to an organisation. The provider is reached only through the PaymentProvider port (src/provider).
+ * The plan list and its prices; checkout, portal, checkout-session report and billing history; the pages a buyer
+ * returns to. The provider is reached only through the PaymentProvider port (src/provider).
  */
 @Module({
+  imports: [SubscriptionsModule],
   controllers: [BillingController, ReturnPagesController],
   providers: [
     CheckoutReportService,
@@ -25,9 +25,7 @@ import { CheckoutReportService } from './checkout-report.service';
     HistoryService,
     BillingHistoryRepository,
     OpenCheckoutsRepository,
-    ProviderSubscriptions,
-    ProviderSubscriptionsRepository,
   ],
-  exports: [HistoryService, ProviderSubscriptions],
+  exports: [HistoryService],
 })
 export class BillingModule {}

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
-import { INTERVALS, MAX_SEATS } from './subscription.dto';
+import { INTERVALS, MAX_SEATS } from '../subscriptions/subscription.dto';
 
 export class CreateCheckoutDto {
   @ApiProperty({ format: 'uuid', example: '2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11' })

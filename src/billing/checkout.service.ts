@@ -12,8 +12,8 @@ import { CheckoutPlan, OpenCheckoutsRepository, RecordedSession } from './open-c
 import { CheckoutCreatedResponse, CreateCheckoutDto } from './checkout.dto';
 import { CreateCheckoutInput, PaymentProvider, PaymentProviderError } from '../provider/payment-provider.port';
 import { PriceCatalog } from '../provider/price-catalog';
-import { ProviderSubscriptions } from './provider-subscriptions.service';
-import { checkRequest } from './subscription-plan';
+import { SubscriptionsService } from '../subscriptions/subscriptions.service';
+import { checkRequest } from '../subscriptions/subscription-plan';
 import { providerFailure } from '../provider/provider-failure';
 import { requireReturnUrl } from './return-url';
 
@@ -35,7 +35,7 @@ export class CheckoutService {
   constructor(
     private readonly provider: PaymentProvider,
     private readonly identity: IdentityService,
-    private readonly subscriptions: ProviderSubscriptions,
+    private readonly subscriptions: SubscriptionsService,
     private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
     private readonly callerLimits: CallerLimits,
@@ -56,7 +56,7 @@ export class CheckoutService {
     );
     const cancelUrl = requireReturnUrl('cancel_url', dto.cancel_url ?? `${app.origin}/billing/cancel`, app);
     const priceId = this.priceOf(tier, dto.interval);
-    const live = await this.subscriptions.billingSubscriptionOf(dto.organisation_id, this.db.manager);
+    const live = await this.subscriptions.billingSubscriptionOf(this.db.manager, dto.organisation_id);
     if (live) {
       throw new AppException(
         'subscription_exists',
@@ -126,7 +126,7 @@ export class CheckoutService {
         throw new AppException('seats_below_members', `The organisation has ${members} members: it needs at least ${members} seats.`);
       }
     }
-    const trialDays = tier.trialDays > 0 && !(await this.subscriptions.everHad(dto.organisation_id, this.db.manager)) ? tier.trialDays : 0;
+    const trialDays = tier.trialDays > 0 && !(await this.subscriptions.everHad(this.db.manager, dto.organisation_id)) ? tier.trialDays : 0;
     return { tier: dto.tier, priceId: priceId ?? null, seats, trialDays };
   }
 

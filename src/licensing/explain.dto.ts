@@ -1,5 +1,5 @@
 import { ApiProperty, getSchemaPath } from '@nestjs/swagger';
-import { TIER_SOURCES, TierSource } from '../webhook/tier-resolution';
+import { TIER_SOURCES, TierSource } from '../subscriptions/tier-resolution';
 import { LEDGER_STATUSES, LedgerStatus } from '../webhook/webhook-event.entity';
 import { OverrideRecord } from './entitlements.dto';
 import { EXPLAIN_EVENTS } from './explain.repository';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { NotCandidate, subscriptionSql } from '../billing/provider-subscriptions.repository';
+import { NotCandidate, subscriptionSql } from '../subscriptions/subscriptions.repository';
 import { AppConfig } from '../config/app-config';
 import { namedParams, preparedQuery } from '../database/prepared';
 import { accessSql } from '../identity/access.sql';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { notAMember } from '../common/app-exception';
 import { organisationNotFound } from '../identity/identity.service';
-import { TierSource } from '../webhook/tier-resolution';
+import { TierSource } from '../subscriptions/tier-resolution';
 import { LedgerStatus } from '../webhook/webhook-event.entity';
 import { ExplainResponse, ExplainStep } from './explain.dto';
 import { ExplainRepository, ExplainRow } from './explain.repository';

@@ -1,4 +1,4 @@
-import { subscriptionSql } from '../billing/provider-subscriptions.repository';
+import { subscriptionSql } from '../subscriptions/subscriptions.repository';
 
 /*
  * The rule that chooses the subscription an organisation's license follows (spec §5), written once as SQL

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { subscriptionSql } from '../billing/provider-subscriptions.repository';
+import { subscriptionSql } from '../subscriptions/subscriptions.repository';
 import { AppConfig } from '../config/app-config';
 import { FREE_TIER } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';

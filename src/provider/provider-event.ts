@@ -20,15 +20,8 @@ export const EVENT_TYPES = {
 
 export type EventType = (typeof EVENT_TYPES)[keyof typeof EVENT_TYPES];
 
-/** Precedence of subscription events with equal `created`. */
-export const EVENT_RANK: Record<string, number> = {
-  [EVENT_TYPES.subscriptionCreated]: 1,
-  [EVENT_TYPES.subscriptionUpdated]: 2,
-  [EVENT_TYPES.subscriptionDeleted]: 3,
-};
-
 /**
- * A provider event. Received events are only checked for their envelope (see webhook/provider-event.ts);
+ * A provider event. Received events are only checked for their envelope (see webhook/event-parsing.ts);
  * each handler reads its own `data.object` with the readers below.
  */
 export interface ProviderEvent<T extends object = Record<string, any>> {

@@ -3,7 +3,7 @@ import { EntityManager } from 'typeorm';
 import { EVENT_TYPES, idOf, ProviderEvent } from '../provider/provider-event';
 import { IdentityService } from '../identity/identity.service';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent } from './event-handler';
-import { customerSchema } from './event-schemas';
+import { CustomerObject, customerSchema } from '../provider/provider-objects';
 
 /**
  * customer.deleted: the organisation that had this customer has no customer record any more (the portal
@@ -12,16 +12,16 @@ import { customerSchema } from './event-schemas';
  */
 @Injectable()
 @HandlesEvent(EVENT_TYPES.customerDeleted)
-export class CustomerDeletedHandler implements EventHandler {
+export class CustomerDeletedHandler implements EventHandler<typeof customerSchema> {
   readonly schema = customerSchema;
 
   constructor(private readonly identity: IdentityService) {}
 
-  providerIds(event: ProviderEvent): (string | undefined)[] {
+  providerIds(event: ProviderEvent<CustomerObject>): (string | undefined)[] {
     return [idOf(event.data.object.id)];
   }
 
-  async handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome> {
+  async handle(manager: EntityManager, event: ProviderEvent<CustomerObject>): Promise<HandlerOutcome> {
     const customerId = idOf(event.data.object.id);
     if (!customerId) return failed('invalid_event', 'the customer has no id');
     const organisationId = await this.identity.unlinkCustomer(manager, customerId);

@@ -8,12 +8,13 @@ import { AppException } from '../common/app-exception';
 import { transaction } from '../database/transaction';
 import { webhookEvents } from '../common/metrics';
 import { AppConfig } from '../config/app-config';
-import { NotificationsService } from '../notifications/notifications.service';
+import { lockProviderIds } from '../subscriptions/provider-locks';
 import { PaymentProvider } from '../provider/payment-provider.port';
+import { subscriptionSchema, wrongTypes } from '../provider/provider-objects';
+import { LicenseChanges } from '../subscriptions/license-changes.port';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent, ProviderAnswer, ProviderAnswerNeeded, ProviderAnswers } from './event-handler';
-import { claimEvent, ClaimLost, finishEvent, lockProviderIds, recordEvent, unmatchedEvents } from './event-ledger';
-import { wrongTypes } from './event-schemas';
-import { parseEvent } from './provider-event';
+import { claimEvent, ClaimLost, finishEvent, recordEvent, unmatchedEvents } from './event-ledger';
+import { parseEvent } from './event-parsing';
 import { storedPayload } from './webhook-ledger.repository';
 import { EventSource, LedgerStatus } from './webhook-event.entity';
 
@@ -46,7 +47,7 @@ export class EventDispatcher implements OnModuleInit {
     @InjectDataSource() private readonly db: DataSource,
     private readonly discovery: DiscoveryService,
     private readonly config: AppConfig,
-    private readonly notifications: NotificationsService,
+    private readonly licenseChanges: LicenseChanges,
     private readonly provider: PaymentProvider,
     private readonly audit: AuditService,
   ) {}
@@ -82,7 +83,7 @@ export class EventDispatcher implements OnModuleInit {
         // subscription change can move a license (invoices and customer deletions do not).
         const organisations = new Set(applied.filter((a) => a.outcome.subscriptionApplied).map((a) => a.outcome.organisationId));
         for (const organisationId of organisations) {
-          if (organisationId) await this.notifications.licenseMayHaveChanged(manager, organisationId);
+          if (organisationId) await this.licenseChanges.licenseMayHaveChanged(manager, organisationId);
         }
         const { outcome } = applied[0];
         const result = { id: event.id, status: outcome.status, reason: outcome.reason ?? null };
@@ -123,7 +124,10 @@ export class EventDispatcher implements OnModuleInit {
 
   private async askProvider(subscriptionId: string): Promise<ProviderAnswer> {
     try {
-      return { subscription: await this.provider.retrieveSubscription(subscriptionId) };
+      const answer = await this.provider.retrieveSubscription(subscriptionId);
+      const parsed = subscriptionSchema.safeParse(answer);
+      if (!parsed.success) return { error: `the provider's subscription ${subscriptionId} does not fit: ${wrongTypes(subscriptionSchema, answer)}` };
+      return { subscription: parsed.data };
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       this.logger.warn({ msg: 'the provider could not say what its subscription is now', subscriptionId, err: message });
@@ -154,8 +158,19 @@ export class EventDispatcher implements OnModuleInit {
     return this.dispatch(parseEvent(payload), payload, 'replay', by);
   }
 
+  /** The ids an event's handler locks: none for an event with no handler or whose fields have other types than the provider's. */
   private providerIds(event: ProviderEvent): (string | undefined)[] {
-    return this.handlers.get(event.type)?.providerIds(event) ?? [];
+    const typed = this.typed(event);
+    return 'handler' in typed ? typed.handler.providerIds(typed.event) : [];
+  }
+
+  /** The event's handler and the event as its schema reads it; else why it has none. */
+  private typed(event: ProviderEvent): { handler: EventHandler; event: ProviderEvent } | { outcome: HandlerOutcome } {
+    const handler = this.handlers.get(event.type);
+    if (!handler) return { outcome: { status: 'ignored', reason: `event type ${event.type} is not handled` } };
+    const object = handler.schema.safeParse(event.data.object);
+    if (!object.success) return { outcome: failed('invalid_event', wrongTypes(handler.schema, event.data.object)!) };
+    return { handler, event: { ...event, data: { ...event.data, object: object.data as ProviderEvent['data']['object'] } } };
   }
 
   /**
@@ -163,11 +178,9 @@ export class EventDispatcher implements OnModuleInit {
    * subscription; fields of another type than the provider's would be read as absent.
    */
   private async handle(manager: EntityManager, event: ProviderEvent, provider: ProviderAnswers): Promise<HandlerOutcome> {
-    const handler = this.handlers.get(event.type);
-    if (!handler) return { status: 'ignored', reason: `event type ${event.type} is not handled` };
-    const wrong = wrongTypes(handler.schema, event.data.object);
-    if (wrong) return failed('invalid_event', wrong);
-    return this.createdProblem(event) ?? handler.handle(manager, event, provider);
+    const typed = this.typed(event);
+    if ('outcome' in typed) return typed.outcome;
+    return this.createdProblem(event) ?? typed.handler.handle(manager, typed.event, provider);
   }
 
   private createdProblem(event: ProviderEvent): HandlerOutcome | undefined {

@@ -1,7 +1,8 @@
 import { DiscoveryService } from '@nestjs/core';
 import { EntityManager } from 'typeorm';
-import { ZodType } from 'zod';
+import { z, ZodType } from 'zod';
 import { ProviderEvent } from '../provider/provider-event';
+import { SubscriptionObject } from '../provider/provider-objects';
 import { LedgerStatus } from './webhook-event.entity';
 
 /**
@@ -34,19 +35,20 @@ export interface HandlerOutcome {
  * Handles one event type. Runs inside the ledger's transaction (`manager`) and validates before it writes
  * anything; it changes other modules' tables only through their services, passing `manager` along.
  */
-export interface EventHandler {
+export interface EventHandler<S extends ZodType<object> = ZodType<object>> {
   /**
-   * The types of the fields of `data.object` that `handle` reads (see event-schemas.ts): the dispatcher
-   * stores an event whose fields have another type `failed` (`invalid_event`) without calling `handle`.
+   * The types of the fields of `data.object` that the handler reads (src/provider/provider-objects.ts): the
+   * dispatcher stores an event whose fields have another type `failed` (`invalid_event`) without calling
+   * `handle`, and hands the others on as that schema's type.
    */
-  readonly schema: ZodType;
+  readonly schema: S;
   /** The customer and subscription ids the event touches: the dispatcher locks them before `handle`. */
-  providerIds(event: ProviderEvent): (string | undefined)[];
-  handle(manager: EntityManager, event: ProviderEvent, provider: ProviderAnswers): Promise<HandlerOutcome>;
+  providerIds(event: ProviderEvent<z.output<S>>): (string | undefined)[];
+  handle(manager: EntityManager, event: ProviderEvent<z.output<S>>, provider: ProviderAnswers): Promise<HandlerOutcome>;
 }
 
 /** What the provider said about a subscription, asked outside the transaction; or why it could not say. */
-export type ProviderAnswer = { subscription: Record<string, any> } | { error: string };
+export type ProviderAnswer = { subscription: SubscriptionObject } | { error: string };
 
 /**
  * The provider's answers a handler may use. A handler never waits on the provider inside the event's

@@ -1,14 +1,14 @@
 import { EntityManager } from 'typeorm';
 import { ProviderEvent } from '../provider/provider-event';
+import { lockProviderIds } from '../subscriptions/provider-locks';
 import { HandlerOutcome } from './event-handler';
-import { parseEvent } from './provider-event';
+import { parseEvent } from './event-parsing';
 import { EventSource, LedgerStatus } from './webhook-event.entity';
 import {
   countRedelivery,
   insertEvent,
   LedgerOutcome,
   readClaim,
-  takeLocks,
   unmatchedPayloads,
   updateOutcome,
 } from './webhook-ledger.repository';
@@ -38,22 +38,9 @@ export class ClaimLost extends Error {
 }
 
 /**
- * Serialises, across instances, every event touching one customer or subscription id: an event that
- * finds no organisation and one that links that id cannot interleave, so an unmatched event is either
- * seen by the linking transaction or committed after it and matched directly. Keys are taken in sorted
- * order so two events never wait on each other. The look-ups that rely on the locks run in later
- * statements than the one taking them, so that their snapshot is taken once the locks are held.
- */
-export function lockKeys(ids: (string | undefined)[]): string[] {
-  return [...new Set(ids.filter((id): id is string => !!id))].sort().map((id) => `webhook:${id}`);
-}
-
-export async function lockProviderIds(manager: EntityManager, ids: (string | undefined)[]): Promise<void> {
-  await takeLocks(manager, lockKeys(ids));
-}
-
-/**
- * The start of every delivery's transaction: takes the event's advisory locks (see `lockKeys`), then, in
+ * The start of every delivery's transaction: takes the event's provider id locks (see `lockProviderIds`: an
+ * event that finds no organisation and one that links that id cannot interleave, so an unmatched event is either
+ * seen by the linking transaction or committed after it and matched directly), then, in
  * the next statement (so in a snapshot taken once the locks are held), reads whether the ledger has the
  * event's id and whether unmatched events of its ids wait; it writes nothing. A new event's row is
  * written once, with its outcome, by `recordEvent` at the end of the transaction, rather than inserted

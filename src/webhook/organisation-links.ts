@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { KnownSubscription } from '../billing/provider-subscriptions.service';
+import { KnownSubscription } from '../subscriptions/subscriptions.service';
 import { IdentityService } from '../identity/identity.service';
 
 /** The organisation id metadata gives: the first of `metadataIds` that is a non-empty string. */

@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { HistoryService, PaidInvoice } from '../billing/history.service';
-import { EVENT_TYPES, idOf, isObject, ProviderEvent, secondsOf } from '../provider/provider-event';
-import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
+import { EVENT_TYPES, idOf, ProviderEvent, secondsOf } from '../provider/provider-event';
+import { SubscriptionsService } from '../subscriptions/subscriptions.service';
 import { AppConfig } from '../config/app-config';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent, reasons } from './event-handler';
-import { invoiceSchema } from './event-schemas';
+import { InvoiceObject, invoiceSchema } from '../provider/provider-objects';
 import { OrganisationLinks } from './organisation-links';
-import { tierOfPrice } from './tier-resolution';
+import { tierOfPrice } from '../subscriptions/tier-resolution';
 
 /**
  * A paid invoice: one billing-history entry per invoice id, whichever of its events arrives (both
@@ -17,22 +17,22 @@ import { tierOfPrice } from './tier-resolution';
  * product's (ignored).
  */
 @Injectable()
-abstract class PaidInvoiceHandler implements EventHandler {
+abstract class PaidInvoiceHandler implements EventHandler<typeof invoiceSchema> {
   readonly schema = invoiceSchema;
 
   constructor(
     private readonly config: AppConfig,
     private readonly links: OrganisationLinks,
-    private readonly subscriptions: ProviderSubscriptions,
+    private readonly subscriptions: SubscriptionsService,
     private readonly history: HistoryService,
   ) {}
 
-  providerIds(event: ProviderEvent): (string | undefined)[] {
+  providerIds(event: ProviderEvent<InvoiceObject>): (string | undefined)[] {
     const invoice = event.data.object;
     return [idOf(invoice.customer), subscriptionOf(invoice, linesOf(invoice))];
   }
 
-  async handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome> {
+  async handle(manager: EntityManager, event: ProviderEvent<InvoiceObject>): Promise<HandlerOutcome> {
     const invoice = readInvoice(event, this.config);
     if ('failure' in invoice) return invoice.failure;
     const { ids, lines, entry } = invoice;
@@ -59,14 +59,14 @@ const alreadyRecorded = (invoiceId: string) => `invoice ${invoiceId} was already
 
 /** An invoice event, validated: its ids, metadata, lines and the billing-history entry it pays for. */
 function readInvoice(
-  event: ProviderEvent,
+  event: ProviderEvent<InvoiceObject>,
   config: AppConfig,
 ):
   | { failure: HandlerOutcome }
   | {
       ids: { subscriptionId?: string; customerId?: string };
       metadataIds: unknown[];
-      lines: Record<string, any>[];
+      lines: InvoiceLine[];
       entry: Omit<PaidInvoice, 'organisationId'>;
     } {
   const invoice = event.data.object;
@@ -76,7 +76,7 @@ function readInvoice(
   const invoiceId = idOf(invoice.id);
   if (!invoiceId) return { failure: failed('invoice_invalid', 'the invoice has no id', ids) };
   const amountPaid = invoice.amount_paid;
-  if (!Number.isSafeInteger(amountPaid) || amountPaid < 0) {
+  if (amountPaid === undefined || !Number.isSafeInteger(amountPaid) || amountPaid < 0) {
     return { failure: failed('invoice_invalid', 'amount_paid is not a non-negative integer', ids) };
   }
   if (typeof invoice.currency !== 'string' || !/^[a-z]{3}$/i.test(invoice.currency)) {
@@ -133,17 +133,19 @@ function invoiceUrl(value: unknown, config: AppConfig): string | null {
   return sandboxPage ? value : null;
 }
 
+type InvoiceLine = NonNullable<InvoiceObject['lines']>['data'][number];
+
 /** A line's price: today `pricing.price_details.price`, before `price` (an object or an id). */
-function priceOf(line: Record<string, any>): string | undefined {
+function priceOf(line: InvoiceLine): string | undefined {
   return idOf(line.pricing?.price_details?.price) ?? idOf(line.price) ?? idOf(line.plan);
 }
 
-function linesOf(invoice: Record<string, any>): Record<string, any>[] {
-  return Array.isArray(invoice.lines?.data) ? invoice.lines.data.filter(isObject) : [];
+function linesOf(invoice: InvoiceObject): InvoiceLine[] {
+  return invoice.lines?.data ?? [];
 }
 
 /** Today: `parent.subscription_details.subscription` (or on a line's parent); before: `invoice.subscription`. */
-function subscriptionOf(invoice: Record<string, any>, lines: Record<string, any>[]): string | undefined {
+function subscriptionOf(invoice: InvoiceObject, lines: InvoiceLine[]): string | undefined {
   const fromLines = lines
     .map((line) => idOf(line.parent?.subscription_item_details?.subscription) ?? idOf(line.subscription))
     .find(Boolean);
@@ -154,7 +156,7 @@ function subscriptionOf(invoice: Record<string, any>, lines: Record<string, any>
  * The service period paid for: the span of the subscription lines' periods (else of all lines). The
  * invoice's own period_start/period_end describe when pending items were collected, so only a last resort.
  */
-function periodOf(invoice: Record<string, any>, lines: Record<string, any>[]): { start: number | null; end: number | null } {
+function periodOf(invoice: InvoiceObject, lines: InvoiceLine[]): { start: number | null; end: number | null } {
   const subscriptionLines = lines.filter((line) => line.parent?.subscription_item_details || line.subscription);
   for (const group of [subscriptionLines, lines]) {
     const starts = group.map((line) => secondsOf(line.period?.start)).filter((s) => s !== undefined);

@@ -2,23 +2,17 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { PaymentProvider, PaymentProviderError, PROVIDER_PAGE_SIZE } from '../provider/payment-provider.port';
-import { PriceCatalog } from '../provider/price-catalog';
 import { idOf } from '../provider/provider-event';
-import { heldSchedule, subscriptionFacts } from '../billing/provider-subscription-facts';
-import { drifted, ProviderState, ProviderSubscriptions, scheduleDrifted, StoredSubscription } from '../billing/provider-subscriptions.service';
+import { StoredSubscription, SubscriptionsService } from '../subscriptions/subscriptions.service';
 import { RequestPace, withRequestPace } from '../provider/request-pace';
 import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
-import { transaction } from '../database/transaction';
-import { NotificationsService } from '../notifications/notifications.service';
 import { providerSyncChanges } from '../common/metrics';
 import { EventDispatcher } from './event-dispatcher';
-import { lockProviderIds } from './event-ledger';
-import { parseEvent } from './provider-event';
+import { parseEvent } from './event-parsing';
 import { ProviderSyncRunsRepository } from './provider-sync-runs.repository';
 import { SyncSpillRepository } from './sync-spill.repository';
 import { knownEventIds } from './webhook-ledger.repository';
-import { resolveTier } from './tier-resolution';
 
 export interface SyncSummary {
   events_seen: number;
@@ -55,12 +49,10 @@ export class ProviderSync {
     @InjectDataSource() private readonly db: DataSource,
     private readonly dispatcher: EventDispatcher,
     private readonly provider: PaymentProvider,
-    private readonly subscriptions: ProviderSubscriptions,
+    private readonly subscriptions: SubscriptionsService,
     private readonly config: AppConfig,
-    private readonly notifications: NotificationsService,
     private readonly spill: SyncSpillRepository,
     private readonly runs: ProviderSyncRunsRepository,
-    private readonly catalog: PriceCatalog,
   ) {}
 
   /**
@@ -175,46 +167,18 @@ export class ProviderSync {
     }
   }
 
-  /**
-   * Corrects a stored subscription where it drifted from the provider's (`current`); true when it did. Its
-   * schedule and pending change are corrected in the same transaction; they shape no license, so only a
-   * correction of the rest may notify one.
-   */
+  /** Corrects a stored subscription where it drifted from the provider's (`current`); true when it did. */
   private async correct(stored: StoredSubscription, current: Record<string, any>): Promise<boolean> {
-    const now = providerState(current, this.config);
-    if ('error' in now) {
-      this.logger.warn({ msg: "the provider's subscription has no tier of ours; left as it is", subscriptionId: stored.id, reason: now.error });
+    const result = await this.subscriptions.reconcile(stored, current);
+    if ('skipped' in result) {
+      this.logger.warn({ msg: "the provider's subscription has no tier of ours; left as it is", subscriptionId: stored.id, reason: result.skipped });
       return false;
     }
-    const schedule = heldSchedule(current, (priceId) => this.catalog.planOfPrice(priceId));
-    // Most pages hold no drift: compared here without a transaction, then again under the lock.
-    const scheduleDrift = schedule !== undefined && scheduleDrifted(stored.schedule, schedule);
-    if (!drifted(stored.state, now) && !scheduleDrift) return false;
-    // Under the subscription's advisory lock, like its webhook events: a delivery of one cannot interleave.
-    const change = await transaction(this.db, async (manager) => {
-      await lockProviderIds(manager, [stored.customerId ?? undefined, stored.id]);
-      // One read of the row under the lock, for the state and the schedule both.
-      const corrected = await this.subscriptions.correct(manager, stored.id, now, scheduleDrift ? schedule : undefined, nowSeconds());
-      // Notified like any change, in the transaction of the correction, after both writes: the schedule's
-      // locks no row the state's did not (the same row), and a pending change shapes no license.
-      if (corrected?.state) await this.notifications.licenseMayHaveChanged(manager, stored.organisationId);
-      return corrected;
-    });
-    if (!change) return false;
-    const { state, schedule: held } = change;
-    this.logger.warn({ msg: 'subscription corrected to what the provider says', subscriptionId: stored.id, organisationId: stored.organisationId, ...state, ...(held && { schedule: held }) });
+    if ('unchanged' in result) return false;
+    const { state, schedule } = result.corrected;
+    this.logger.warn({ msg: 'subscription corrected to what the provider says', subscriptionId: stored.id, organisationId: stored.organisationId, ...state, ...(schedule && { schedule }) });
     return true;
   }
-}
-
-const nowSeconds = () => Math.floor(Date.now() / 1000);
-
-/** What the provider's subscription object says of what the reconciliation compares. A canceled one needs no tier of ours. */
-function providerState(current: Record<string, any>, config: AppConfig): ProviderState | { error: string } {
-  const tier = resolveTier(current, config);
-  if ('error' in tier && current.status !== 'canceled') return { error: tier.error };
-  const { scheduleId: _, ...facts } = subscriptionFacts(current);
-  return { ...('tier' in tier ? { tier: tier.tier, tierSource: tier.source } : {}), ...facts };
 }
 
 /**

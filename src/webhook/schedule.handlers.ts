@@ -1,39 +1,35 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { PriceCatalog } from '../provider/price-catalog';
 import { EVENT_TYPES, idOf, ProviderEvent } from '../provider/provider-event';
-import { scheduleFacts, scheduleState } from '../billing/provider-subscription-facts';
-import { ProviderSubscriptions } from '../billing/provider-subscriptions.service';
+import { ScheduleObject, scheduleSchema } from '../provider/provider-objects';
+import { SubscriptionsService } from '../subscriptions/subscriptions.service';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent } from './event-handler';
-import { scheduleSchema } from './event-schemas';
 import { OrganisationLinks } from './organisation-links';
 
 /**
  * `subscription_schedule.*` events (spec §11.5): a schedule holds a subscription's pending change (a
  * downgrade at the period's end, 11.4). `.updated` keeps the change its next phase makes; `.released`,
- * `.canceled` and `.completed` end it. Applied to a subscription this service knows, in the order of
+ * `.canceled` and `.completed` end it (the order: src/subscriptions/event-order.ts). Applied to a subscription this service knows, in the order of
  * schedule events among themselves; a schedule of a subscription not known yet waits (unmatched) when its
  * customer belongs to an organisation, and is another product's (ignored) otherwise. The license does not
  * change: a pending change is only shown until the provider makes it, with its own subscription event.
  */
 @Injectable()
-abstract class ScheduleHandler implements EventHandler {
-  protected abstract readonly ends: boolean;
+abstract class ScheduleHandler implements EventHandler<typeof scheduleSchema> {
   readonly schema = scheduleSchema;
 
   constructor(
     private readonly links: OrganisationLinks,
-    private readonly subscriptions: ProviderSubscriptions,
-    private readonly catalog: PriceCatalog,
+    private readonly subscriptions: SubscriptionsService,
   ) {}
 
   // A released schedule names its former subscription as `released_subscription`.
-  providerIds(event: ProviderEvent): (string | undefined)[] {
+  providerIds(event: ProviderEvent<ScheduleObject>): (string | undefined)[] {
     const schedule = event.data.object;
     return [idOf(schedule.customer), idOf(schedule.subscription) ?? idOf(schedule.released_subscription)];
   }
 
-  async handle(manager: EntityManager, event: ProviderEvent): Promise<HandlerOutcome> {
+  async handle(manager: EntityManager, event: ProviderEvent<ScheduleObject>): Promise<HandlerOutcome> {
     const schedule = event.data.object;
     const [customerId, subscriptionId] = this.providerIds(event);
     const ids = { subscriptionId, customerId };
@@ -47,9 +43,7 @@ abstract class ScheduleHandler implements EventHandler {
     if (!known) return { ...ids, status: 'unmatched', reason: `subscription ${subscriptionId} is not known yet` };
 
     if (known.deleted) return { ...ids, organisationId, status: 'stale', reason: `subscription ${subscriptionId} was deleted` };
-    const facts = scheduleFacts(schedule);
-    const state = scheduleState({ ...facts, attached: !this.ends && facts.attached }, (priceId) => this.catalog.planOfPrice(priceId));
-    const applied = await this.subscriptions.applySchedule(manager, subscriptionId, state, { created: event.created, rank: this.ends ? 2 : 1 });
+    const applied = await this.subscriptions.applyScheduleEvent(manager, subscriptionId, known, schedule, event.type, event.created);
     return {
       ...ids,
       organisationId,
@@ -61,24 +55,16 @@ abstract class ScheduleHandler implements EventHandler {
 
 @Injectable()
 @HandlesEvent(EVENT_TYPES.scheduleUpdated)
-export class ScheduleUpdatedHandler extends ScheduleHandler {
-  protected readonly ends = false;
-}
+export class ScheduleUpdatedHandler extends ScheduleHandler {}
 
 @Injectable()
 @HandlesEvent(EVENT_TYPES.scheduleReleased)
-export class ScheduleReleasedHandler extends ScheduleHandler {
-  protected readonly ends = true;
-}
+export class ScheduleReleasedHandler extends ScheduleHandler {}
 
 @Injectable()
 @HandlesEvent(EVENT_TYPES.scheduleCanceled)
-export class ScheduleCanceledHandler extends ScheduleHandler {
-  protected readonly ends = true;
-}
+export class ScheduleCanceledHandler extends ScheduleHandler {}
 
 @Injectable()
 @HandlesEvent(EVENT_TYPES.scheduleCompleted)
-export class ScheduleCompletedHandler extends ScheduleHandler {
-  protected readonly ends = true;
-}
+export class ScheduleCompletedHandler extends ScheduleHandler {}

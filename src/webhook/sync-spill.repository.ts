@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { EVENT_RANK, ProviderEvent } from '../provider/provider-event';
+import { ProviderEvent } from '../provider/provider-event';
+import { EVENT_RANK } from '../subscriptions/event-order';
 import { preparedQuery } from '../database/prepared';
 import { SyncSpillRow } from './sync-spill.entity';
 

@@ -1,10 +1,10 @@
 import { EntityManager } from 'typeorm';
-import { EVENT_RANK } from '../provider/provider-event';
+import { EVENT_RANK } from '../subscriptions/event-order';
 import { preparedQuery } from '../database/prepared';
 import { EventSource, LedgerStatus } from './webhook-event.entity';
 
 /**
- * Every query of the event ledger (`webhook_events`) and of the webhook's advisory locks: the only file
+ * Every query of the event ledger (`webhook_events`): the only file
  * with SQL for them. Each function runs in the caller's transaction (`manager`) and answers typed rows.
  * The rules (what a claim means, when an event is run again) are in event-ledger.ts.
  */
@@ -56,17 +56,6 @@ export const ledgerSql = {
     WHERE subscription_id = ${subscriptionId}
     ORDER BY created DESC, received_at DESC LIMIT ${limit}`,
 };
-
-/**
- * Takes the transaction-scoped advisory lock of each key, in the order given (unnest's order): callers
- * sort the keys, so two transactions never wait on each other.
- */
-export async function takeLocks(manager: EntityManager, keys: string[]): Promise<void> {
-  if (!keys.length) return;
-  await preparedQuery(manager, `SELECT count(pg_advisory_xact_lock(hashtextextended(key, 0))) AS locks FROM unnest($1::text[]) AS key`, [
-    keys,
-  ]);
-}
 
 /** Whether the ledger has this event id, and whether unmatched events of these provider ids wait. */
 export async function readClaim(manager: EntityManager, id: string, providerIds: string[]): Promise<{ stored: boolean; waiting: boolean }> {

@@ -4,7 +4,7 @@ import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
 import { webhookEvents } from '../common/metrics';
 import { ProviderEvent } from '../provider/provider-event';
-import { parseEvent } from './provider-event';
+import { parseEvent } from './event-parsing';
 import { verifySignature } from './signature';
 
 export type WebhookRequest = RawBodyRequest<Request> & { providerEvent?: ProviderEvent };

@@ -1,9 +1,8 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { BillingModule } from '../billing/billing.module';
-import { LicensingModule } from '../licensing/licensing.module';
 import { NotificationsModule } from '../notifications/notifications.module';
-import { CurrentSubscriptions } from './current-subscriptions';
+import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { EventDispatcher } from './event-dispatcher';
 import { CustomerDeletedHandler } from './customer-deleted.handler';
 import { InvoicePaidHandler, InvoicePaymentSucceededHandler } from './paid-invoice.handlers';
@@ -24,12 +23,11 @@ import { WebhookSignatureGuard } from './webhook-signature.guard';
  * A new event kind: a class with @HandlesEvent('type') added to `providers`.
  */
 @Module({
-  imports: [DiscoveryModule, BillingModule, LicensingModule, NotificationsModule],
+  imports: [DiscoveryModule, SubscriptionsModule, BillingModule, NotificationsModule],
   controllers: [WebhookController],
   providers: [
     WebhookSignatureGuard,
     EventDispatcher,
-    CurrentSubscriptions,
     OrganisationLinks,
     SubscriptionCreatedHandler,
     SubscriptionUpdatedHandler,
@@ -48,6 +46,6 @@ import { WebhookSignatureGuard } from './webhook-signature.guard';
     JobLeasesRepository,
     ProviderSyncRunsRepository,
   ],
-  exports: [EventDispatcher, ProviderSync, CurrentSubscriptions, ProviderSyncSchedule],
+  exports: [EventDispatcher, ProviderSync, ProviderSyncSchedule],
 })
 export class WebhookModule {}

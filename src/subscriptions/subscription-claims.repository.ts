@@ -19,7 +19,7 @@ const CLAIM_SQL = `
 
 /** Every query of subscription_change_claims (see subscription-change-claim.entity.ts). */
 @Injectable()
-export class SubscriptionChangesRepository {
+export class SubscriptionClaimsRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   /** Claims the organisation's subscription for one change; false while another request holds a live claim. */
@@ -29,7 +29,7 @@ export class SubscriptionChangesRepository {
   }
 
   /** Ends the claim; in the change's transaction (`m`) when there is one, so the next change sees its result. */
-  async release(organisationId: string, claim: string, m: EntityManager = this.db.manager): Promise<void> {
+  async release(m: EntityManager, organisationId: string, claim: string): Promise<void> {
     await m.getRepository(SubscriptionChangeClaim).delete({ organisationId, claim });
   }
 }

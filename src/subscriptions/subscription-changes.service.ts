@@ -7,25 +7,23 @@ import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig } from '../config/app-config';
 import { transaction } from '../database/transaction';
 import { IdentityService } from '../identity/identity.service';
-import { CurrentSubscriptions } from '../webhook/current-subscriptions';
 import { CallerLimits } from '../provider/caller-limits';
 import { PaymentProvider } from '../provider/payment-provider.port';
 import { PriceCatalog } from '../provider/price-catalog';
 import { idOf } from '../provider/provider-event';
-import { scheduleFacts, scheduleState } from './provider-subscription-facts';
-import { LiveSubscription, ProviderSubscriptions } from './provider-subscriptions.service';
 import { changeFailure } from '../provider/provider-failure';
 import { SubscriptionClaims } from './subscription-claims';
 import { ChangeSubscriptionDto, PreviewChangeDto, PreviewResponse, SubscriptionResponse, SubscriptionView, subscriptionView } from './subscription.dto';
 import { checkRequest, isUpgrade, Plan, samePlan, targetPlan } from './subscription-plan';
+import { LiveSubscription, SubscriptionsService } from './subscriptions.service';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-/** A step applied in a change's transaction. */
-type Apply = (m: EntityManager) => Promise<void>;
+/** A step of a change's transaction. */
+type TransactionStep = (m: EntityManager) => Promise<void>;
 
-/** A change worked out from the stored subscription and the request: what to ask the provider for. */
-interface Worked {
+/** A change planned from the stored subscription and the request: what to ask the provider for. */
+interface PlannedChange {
   live: LiveSubscription;
   from: Plan;
   to: Plan;
@@ -36,17 +34,16 @@ interface Worked {
 /**
  * The organisation's subscription and its changes (spec §11.4). Reads need membership, changes owner or admin
  * (the route's declaration). Each change is made at the provider first; its answer is then applied at once as
- * the subscription's newest state (CurrentSubscriptions, the webhook's own tie rule), audited, in one
+ * the subscription's newest state (SubscriptionsService.applyAnswer, as the webhook's tie rule), audited, in one
  * transaction. One change per organisation at a time (SubscriptionClaims): a second waits, then starts from the
  * first one's result. Money is the provider's: previews are its invoice previews.
  */
 @Injectable()
-export class SubscriptionService {
+export class SubscriptionChangesService {
   constructor(
     private readonly provider: PaymentProvider,
     private readonly identity: IdentityService,
-    private readonly subscriptions: ProviderSubscriptions,
-    private readonly current: CurrentSubscriptions,
+    private readonly subscriptions: SubscriptionsService,
     private readonly catalog: PriceCatalog,
     private readonly claims: SubscriptionClaims,
     private readonly audit: AuditService,
@@ -63,19 +60,19 @@ export class SubscriptionService {
   async preview(caller: AuthUser, dto: PreviewChangeDto): Promise<PreviewResponse> {
     await this.identity.requireMember(caller, dto.organisation_id);
     checkRequest(this.config.tiers, dto);
-    const worked = await this.work(dto);
+    const planned = await this.planChange(dto);
     this.callerLimits.take(caller.id);
     const prorationDate = nowSeconds();
-    const invoice = await this.ask(async () => {
-      const itemId = await this.itemOf(worked.live.id);
-      const when = worked.upgrade ? 'now' : 'period_end';
-      return this.provider.previewItemChange(worked.live.id, { itemId, item: { price: worked.priceId, quantity: worked.to.seats }, prorationDate, when });
+    const invoice = await this.atProvider(async () => {
+      const itemId = await this.itemOf(planned.live.id);
+      const when = planned.upgrade ? 'now' : 'period_end';
+      return this.provider.previewItemChange(planned.live.id, { itemId, item: { price: planned.priceId, quantity: planned.to.seats }, prorationDate, when });
     });
     return {
       amount_due: invoice.amountDue,
       currency: invoice.currency.toUpperCase(),
       proration_date: prorationDate,
-      effective_at: worked.upgrade ? prorationDate : (worked.live.periodEnd ?? prorationDate),
+      effective_at: planned.upgrade ? prorationDate : (planned.live.periodEnd ?? prorationDate),
       lines: invoice.lines.map((l) => ({ description: l.description, amount: l.amount, period_start: l.periodStart, period_end: l.periodEnd })),
     };
   }
@@ -85,27 +82,27 @@ export class SubscriptionService {
     await this.identity.requireMember(caller, dto.organisation_id);
     checkRequest(this.config.tiers, dto);
     return this.claims.during(dto.organisation_id, async (end) => {
-      const worked = await this.work(dto);
-      const { live } = worked;
+      const planned = await this.planChange(dto);
+      const { live } = planned;
       this.callerLimits.take(caller.id);
-      const item = { price: worked.priceId, quantity: worked.to.seats };
+      const item = { price: planned.priceId, quantity: planned.to.seats };
       const asOf = nowSeconds();
-      const done = (action: string, apply: Apply) => this.record(live, by, action, end, apply);
-      if (!worked.upgrade) {
-        const schedule = await this.ask(() => this.provider.scheduleItemChange(live.id, { scheduleId: live.scheduleId, next: item }));
-        return done('subscription.changed', (m) => this.applySchedule(m, schedule, asOf));
+      const done = (action: string, apply: TransactionStep) => this.record(live, by, action, end, apply);
+      if (!planned.upgrade) {
+        const schedule = await this.atProvider(() => this.provider.scheduleItemChange(live.id, { scheduleId: live.scheduleId, next: item }));
+        return done('subscription.changed', (m) => this.subscriptions.applyScheduleAnswer(m, schedule, asOf));
       }
       // A pending downgrade would still come at the period's end: the upgrade replaces it.
       return this.afterRelease(live, asOf, done, async (applyRelease) => {
-        const itemId = await this.ask(() => this.itemOf(live.id));
-        const answer = await this.ask(() => this.provider.changeItemNow(live.id, { itemId, item, prorationDate: dto.proration_date }));
+        const itemId = await this.atProvider(() => this.itemOf(live.id));
+        const answer = await this.atProvider(() => this.provider.changeItemNow(live.id, { itemId, item, prorationDate: dto.proration_date }));
         if (answer.pending_update) {
           // pending_if_incomplete: the payment failed and the provider left the subscription as it was.
           throw new AppException('payment_failed', 'The payment for this change failed; the plan in force stays as it was. Update the payment method and try again.');
         }
         return done('subscription.changed', async (m) => {
           await applyRelease(m);
-          await this.current.applyAnswer(m, live.organisationId, answer, asOf);
+          await this.subscriptions.applyAnswer(m, live.organisationId, answer, asOf);
         });
       });
     });
@@ -126,9 +123,9 @@ export class SubscriptionService {
       const live = await this.requireLive(organisationId);
       if (!live.scheduleId) throw new AppException('no_pending_change', 'The subscription has no change scheduled for the end of its period.');
       this.callerLimits.take(caller.id);
-      const released = await this.ask(() => this.provider.releaseSchedule(live.scheduleId!));
+      const released = await this.atProvider(() => this.provider.releaseSchedule(live.scheduleId!));
       const asOf = nowSeconds();
-      await this.record(live, by, 'subscription.pending_change_released', end, (m) => this.applySchedule(m, released, asOf));
+      await this.record(live, by, 'subscription.pending_change_released', end, (m) => this.subscriptions.applyScheduleAnswer(m, released, asOf));
     });
   }
 
@@ -141,14 +138,14 @@ export class SubscriptionService {
       }
       this.callerLimits.take(caller.id);
       const asOf = nowSeconds();
-      const done = (action: string, apply: Apply) => this.record(live, by, action, end, apply);
+      const done = (action: string, apply: TransactionStep) => this.record(live, by, action, end, apply);
       // The provider leaves a scheduled subscription's cancellation to its schedule: a cancellation replaces the
       // change the schedule holds (a resumed subscription has none: the cancellation released it).
       return this.afterRelease(live, asOf, done, async (applyRelease) => {
-        const answer = await this.ask(() => this.provider.setCancelAtPeriodEnd(live.id, cancel));
+        const answer = await this.atProvider(() => this.provider.setCancelAtPeriodEnd(live.id, cancel));
         return done(cancel ? 'subscription.cancel_scheduled' : 'subscription.resumed', async (m) => {
           await applyRelease(m);
-          await this.current.applyAnswer(m, organisationId, answer, asOf);
+          await this.subscriptions.applyAnswer(m, organisationId, answer, asOf);
         });
       });
     });
@@ -161,13 +158,13 @@ export class SubscriptionService {
   private async afterRelease<T>(
     live: LiveSubscription,
     asOf: number,
-    done: (action: string, apply: Apply) => Promise<SubscriptionResponse>,
-    next: (applyRelease: Apply) => Promise<T>,
+    done: (action: string, apply: TransactionStep) => Promise<SubscriptionResponse>,
+    next: (applyRelease: TransactionStep) => Promise<T>,
   ): Promise<T> {
     const scheduleId = live.scheduleId;
     if (!scheduleId) return next(async () => undefined);
-    const released = await this.ask(() => this.provider.releaseSchedule(scheduleId));
-    const applyRelease: Apply = (m) => this.applySchedule(m, released, asOf);
+    const released = await this.atProvider(() => this.provider.releaseSchedule(scheduleId));
+    const applyRelease: TransactionStep = (m) => this.subscriptions.applyScheduleAnswer(m, released, asOf);
     try {
       return await next(applyRelease);
     } catch (err) {
@@ -181,7 +178,7 @@ export class SubscriptionService {
    * interval or seat count it cannot have, or the plan it has already; 409 for fewer seats than members.
    * The request's own mistakes were answered before (checkRequest).
    */
-  private async work(dto: PreviewChangeDto): Promise<Worked> {
+  private async planChange(dto: PreviewChangeDto): Promise<PlannedChange> {
     const live = await this.requireLive(dto.organisation_id);
     const tiers = this.config.tiers;
     const currentTier = live.tier && Object.hasOwn(tiers, live.tier) ? live.tier : undefined;
@@ -200,7 +197,7 @@ export class SubscriptionService {
   }
 
   private async requireLive(organisationId: string): Promise<LiveSubscription> {
-    const live = await this.subscriptions.liveOf(organisationId, this.db.manager);
+    const live = await this.subscriptions.liveOf(this.db.manager, organisationId);
     if (!live) throw new AppException('no_subscription', 'The organisation has no live subscription.');
     return live;
   }
@@ -214,7 +211,7 @@ export class SubscriptionService {
   }
 
   /** Calls the provider, turning its failures into this API's answers (changeFailure). */
-  private async ask<T>(call: () => Promise<T>): Promise<T> {
+  private async atProvider<T>(call: () => Promise<T>): Promise<T> {
     try {
       return await call();
     } catch (err) {
@@ -222,23 +219,15 @@ export class SubscriptionService {
     }
   }
 
-  /** A schedule the provider answered, applied to its subscription as its newest schedule state. */
-  private async applySchedule(m: EntityManager, schedule: Record<string, any>, asOf: number): Promise<void> {
-    const facts = scheduleFacts(schedule);
-    if (!facts.subscriptionId) return;
-    const state = scheduleState(facts, (priceId) => this.catalog.planOfPrice(priceId));
-    await this.subscriptions.applySchedule(m, facts.subscriptionId, state, { created: asOf, rank: SCHEDULE_ANSWER_RANK, force: true });
-  }
-
   /**
    * Applies a change the provider accepted (`apply`), under the subscription's lock (its webhook events'),
    * audits it with the subscription before and after, and ends the claim (`end`), in one transaction; answers
    * the subscription as it is now.
    */
-  private async record(live: LiveSubscription, by: AuditActor, action: string, end: Apply, apply: Apply): Promise<SubscriptionResponse> {
+  private async record(live: LiveSubscription, by: AuditActor, action: string, end: TransactionStep, apply: TransactionStep): Promise<SubscriptionResponse> {
     const { organisationId } = live;
     return transaction(this.db, async (m) => {
-      await this.current.lock(m, [live.customerId ?? undefined, live.id]);
+      await this.subscriptions.lock(m, [live.customerId ?? undefined, live.id]);
       const before = await this.view(m, organisationId);
       await apply(m);
       const after = await this.view(m, organisationId);
@@ -249,10 +238,7 @@ export class SubscriptionService {
   }
 
   private async view(m: EntityManager, organisationId: string): Promise<SubscriptionView | null> {
-    const live = await this.subscriptions.liveOf(organisationId, m);
+    const live = await this.subscriptions.liveOf(m, organisationId);
     return live ? subscriptionView(live) : null;
   }
 }
-
-/** A schedule answered by the provider outranks the schedule events of its second (updated 1 < ended 2). */
-const SCHEDULE_ANSWER_RANK = 2;

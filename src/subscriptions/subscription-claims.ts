@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EntityManager } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { AppException } from '../common/app-exception';
-import { SubscriptionChangesRepository } from './subscription-changes.repository';
+import { SubscriptionClaimsRepository } from './subscription-claims.repository';
 
 // A second change waits up to ~10 s for the first (a few provider calls), then answers 409 change_in_progress.
 const CLAIM_ATTEMPTS = 50;
@@ -16,7 +17,10 @@ const CLAIM_RETRY_MS = 200;
  */
 @Injectable()
 export class SubscriptionClaims {
-  constructor(private readonly repository: SubscriptionChangesRepository) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly repository: SubscriptionClaimsRepository,
+  ) {}
 
   /**
    * Runs `work` holding the organisation's claim. `end(m)` ends it in the transaction that applies the change,
@@ -32,9 +36,9 @@ export class SubscriptionClaims {
       await sleep(CLAIM_RETRY_MS);
     }
     try {
-      return await work((m) => this.repository.release(organisationId, claim, m));
+      return await work((m) => this.repository.release(m, organisationId, claim));
     } finally {
-      await this.repository.release(organisationId, claim);
+      await this.repository.release(this.db.manager, organisationId, claim);
     }
   }
 }

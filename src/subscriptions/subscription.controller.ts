@@ -13,7 +13,7 @@ import {
   SubscriptionQuery,
   SubscriptionResponse,
 } from './subscription.dto';
-import { SubscriptionService } from './subscription.service';
+import { SubscriptionChangesService } from './subscription-changes.service';
 
 const OWNER_OR_ADMIN = { orgRole: ['owner', 'admin'] } as const;
 
@@ -21,7 +21,7 @@ const OWNER_OR_ADMIN = { orgRole: ['owner', 'admin'] } as const;
 @ApiTags('billing')
 @Controller('api/billing/subscription')
 export class SubscriptionController {
-  constructor(private readonly subscriptions: SubscriptionService) {}
+  constructor(private readonly subscriptions: SubscriptionChangesService) {}
 
   @Get()
   @Session()

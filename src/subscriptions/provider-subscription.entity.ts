@@ -35,7 +35,7 @@ export class ProviderSubscription {
   tier: string | null;
 
   /**
-   * How that tier was resolved (webhook/tier-resolution.ts): configured_price, price_metadata, lookup_key or
+   * How that tier was resolved (tier-resolution.ts): configured_price, price_metadata, lookup_key or
    * subscription_metadata. Null for a tier applied before this was recorded (migration 1764000500000).
    */
   @Column('text', { name: 'tier_source', nullable: true })

@@ -1,12 +1,12 @@
 import { z, ZodType } from 'zod';
 
 /**
- * The JSON types of the fields the handlers read from an event's `data.object`, as the provider sends
- * them (its API reference; both today's and older field locations). Types only: whether a field must be
- * present, and what its value means, is each handler's rule. A signed event whose field has another
- * type (`status: ["active"]`, `amount_paid: "100"`) is stored `failed` (`invalid_event`) and changes
- * nothing: read as absent, it would apply something the provider never said (spec §6). Other fields are
- * not looked at.
+ * The provider's objects as this service reads them: the JSON types of the fields it reads, as the provider
+ * sends them (its API reference; both today's and older field locations), whether in an event's `data.object`
+ * or in an answer of its API. Types only: whether a field must be present, and what its value means, is the
+ * reader's rule. A signed event whose field has another type (`status: ["active"]`, `amount_paid: "100"`) is
+ * stored `failed` (`invalid_event`) and changes nothing: read as absent, it would apply something the provider
+ * never said (spec §6). Other fields are kept as they are, unread.
  */
 
 /** An id, or the expanded object carrying it. */
@@ -94,6 +94,11 @@ export const invoiceSchema = z.looseObject({
 });
 
 export const customerSchema = z.looseObject({ id: z.string().optional() });
+
+export type SubscriptionObject = z.output<typeof subscriptionSchema>;
+export type ScheduleObject = z.output<typeof scheduleSchema>;
+export type InvoiceObject = z.output<typeof invoiceSchema>;
+export type CustomerObject = z.output<typeof customerSchema>;
 
 /** Why `object` does not fit `schema` (the first few fields, named by their path), or undefined. */
 export function wrongTypes(schema: ZodType, object: unknown): string | undefined {

@@ -1,4 +1,5 @@
-import { idOf, isObject } from '../provider/provider-event';
+import { isObject } from '../provider/provider-event';
+import { SubscriptionObject } from '../provider/provider-objects';
 import { AppConfig } from '../config/app-config';
 import { FREE_TIER, isPaidTier } from '../config/tiers';
 
@@ -23,10 +24,9 @@ const FIELD: Record<Exclude<TierSource, 'configured_price'>, string> = {
  * price, old metadata) changes the tier. A value that is not a paid tier of the table is an error rather
  * than a reason to look further, so a mistyped price never silently grants another tier.
  */
-export function resolveTier(subscription: Record<string, any>, config: Pick<AppConfig, 'tiers' | 'providerPrices'>): TierResolution {
-  const items: unknown[] = Array.isArray(subscription.items?.data) ? subscription.items.data : [];
-  const prices = items.map((item) => (isObject(item) && isObject(item.price) ? item.price : undefined)).filter(isObject);
-  const configured = prices.map((price) => tierOfPrice(idOf(price.id), config.providerPrices)).find(Boolean);
+export function resolveTier(subscription: SubscriptionObject, config: Pick<AppConfig, 'tiers' | 'providerPrices'>): TierResolution {
+  const prices = (subscription.items?.data ?? []).map((item) => item.price).filter(isObject);
+  const configured = prices.map((price) => tierOfPrice(price.id, config.providerPrices)).find(Boolean);
   if (configured) return { tier: configured, source: 'configured_price' };
   const candidate =
     prices.map((price) => fromMetadata(price.metadata, 'price_metadata') ?? fromLookupKey(price.lookup_key, config)).find(Boolean) ??

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
-import type { LiveSubscription } from './provider-subscriptions.service';
+import type { LiveSubscription } from './subscriptions.service';
 
 /** Billing intervals a change may name (spec §11.3, 11.4). */
 export const INTERVALS = ['month', 'year'] as const;

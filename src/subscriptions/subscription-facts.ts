@@ -1,5 +1,6 @@
-import type { PendingChange } from './provider-subscription.entity';
+import { ScheduleObject, scheduleSchema, SubscriptionObject } from '../provider/provider-objects';
 import { idOf, isObject, secondsOf } from '../provider/provider-event';
+import type { PendingChange } from './provider-subscription.entity';
 
 /**
  * What a provider subscription object says of itself, besides its tier (spec §5, §11.5): read the same way
@@ -20,20 +21,17 @@ export interface SubscriptionFacts {
   scheduleId?: string | null;
 }
 
-/**
- * Reads the facts of a subscription object whose field types were checked (event-schemas.ts for events).
- * Today the period lives on the subscription items; older API versions put it on the subscription.
- */
-export function subscriptionFacts(sub: Record<string, any>): SubscriptionFacts {
-  const item = Array.isArray(sub.items?.data) ? sub.items.data[0] : undefined;
+/** Today the period lives on the subscription items; older API versions put it on the subscription. */
+export function subscriptionFacts(sub: SubscriptionObject): SubscriptionFacts {
+  const item = sub.items?.data[0];
   const quantity = item?.quantity;
   const interval = item?.price?.recurring?.interval;
   return {
-    status: typeof sub.status === 'string' ? sub.status.slice(0, 64) : null,
+    status: sub.status?.slice(0, 64) ?? null,
     periodStart: secondsOf(item?.current_period_start) ?? secondsOf(sub.current_period_start) ?? null,
     periodEnd: secondsOf(item?.current_period_end) ?? secondsOf(sub.current_period_end) ?? null,
-    seats: Number.isSafeInteger(quantity) && quantity >= 0 ? quantity : null,
-    interval: typeof interval === 'string' ? interval.slice(0, 16) : null,
+    seats: Number.isSafeInteger(quantity) ? quantity! : null,
+    interval: interval?.slice(0, 16) ?? null,
     cancelAtPeriodEnd: sub.cancel_at_period_end === true,
     trialEnd: secondsOf(sub.trial_end) ?? null,
     scheduleId: 'schedule' in sub ? (idOf(sub.schedule) ?? null) : undefined,
@@ -52,12 +50,12 @@ export interface ScheduleFacts {
   next: { priceId: string | null; quantity: number | null; startsAt: number } | null;
 }
 
-export function scheduleFacts(schedule: Record<string, any>): ScheduleFacts {
-  const phases: Record<string, any>[] = Array.isArray(schedule.phases) ? schedule.phases : [];
+export function scheduleFacts(schedule: ScheduleObject): ScheduleFacts {
+  const phases = schedule.phases ?? [];
   const currentStart = secondsOf(schedule.current_phase?.start_date);
   const at = phases.findIndex((p) => secondsOf(p.start_date) === currentStart);
   const phase = at >= 0 ? phases[at + 1] : undefined;
-  const item = Array.isArray(phase?.items) ? phase.items[0] : undefined;
+  const item = phase?.items?.[0];
   const startsAt = secondsOf(phase?.start_date);
   return {
     scheduleId: idOf(schedule.id)!,
@@ -66,23 +64,12 @@ export function scheduleFacts(schedule: Record<string, any>): ScheduleFacts {
     next:
       startsAt === undefined
         ? null
-        : { priceId: idOf(item?.price) ?? null, quantity: Number.isSafeInteger(item?.quantity) ? item.quantity : null, startsAt },
+        : { priceId: idOf(item?.price) ?? null, quantity: Number.isSafeInteger(item?.quantity) ? item!.quantity! : null, startsAt },
   };
 }
 
-/**
- * What a schedule holds for its subscription, as stored: its id, whether it still holds it, and the change its
- * next phase makes (`planOfPrice`: the tier and interval of a price id, as far as the service knows them).
- */
-export function scheduleState(
-  facts: ScheduleFacts,
-  planOfPrice: (priceId: string) => { tier: string; interval: string | null } | undefined,
-): { scheduleId: string; attached: boolean; pendingChange: PendingChange | null } {
-  const { next, attached, scheduleId } = facts;
-  if (!attached || !next) return { scheduleId, attached, pendingChange: null };
-  const plan = next.priceId ? planOfPrice(next.priceId) : undefined;
-  return { scheduleId, attached, pendingChange: { tier: plan?.tier ?? null, interval: plan?.interval ?? null, seats: next.quantity, effective_at: next.startsAt } };
-}
+/** The tier and interval of a price id, as far as the service knows them (PriceCatalog.planOfPrice). */
+export type PlanOfPrice = (priceId: string) => { tier: string; interval: string | null } | undefined;
 
 /** What a schedule holds for its subscription, as stored with the subscription: nulls when none holds it. */
 export interface HeldSchedule {
@@ -90,19 +77,40 @@ export interface HeldSchedule {
   pendingChange: PendingChange | null;
 }
 
+/** What a schedule says it holds for its subscription: its id, whether it still holds it, and the change its next phase makes. */
+export interface ScheduleState {
+  scheduleId: string;
+  attached: boolean;
+  pendingChange: PendingChange | null;
+}
+
+export function scheduleState(facts: ScheduleFacts, planOfPrice: PlanOfPrice): ScheduleState {
+  const { next, attached, scheduleId } = facts;
+  if (!attached || !next) return { scheduleId, attached, pendingChange: null };
+  const plan = next.priceId ? planOfPrice(next.priceId) : undefined;
+  return { scheduleId, attached, pendingChange: { tier: plan?.tier ?? null, interval: plan?.interval ?? null, seats: next.quantity, effective_at: next.startsAt } };
+}
+
 /**
  * What a subscription object with its `schedule` expanded (the reconciliation's list) says its schedule holds
  * for it: nothing (`schedule` null, or a schedule that let go of it), else the schedule's id and the change of
- * its next phase (scheduleState, as the schedule events store it). Undefined when the object only names its
- * schedule or does not say: nothing to compare then.
+ * its next phase (as the schedule events store it). Undefined when the object only names its schedule or does
+ * not say: nothing to compare then.
  */
-export function heldSchedule(
-  sub: Record<string, any>,
-  planOfPrice: (priceId: string) => { tier: string; interval: string | null } | undefined,
-): HeldSchedule | undefined {
+export function heldSchedule(sub: SubscriptionObject, planOfPrice: PlanOfPrice): HeldSchedule | undefined {
   if (!('schedule' in sub)) return undefined;
   if (sub.schedule === null) return { scheduleId: null, pendingChange: null };
   if (!isObject(sub.schedule) || !idOf(sub.schedule.id)) return undefined;
-  const state = scheduleState(scheduleFacts(sub.schedule), planOfPrice);
+  const schedule = scheduleSchema.safeParse(sub.schedule);
+  if (!schedule.success) return undefined;
+  const state = scheduleState(scheduleFacts(schedule.data), planOfPrice);
   return state.attached ? { scheduleId: state.scheduleId, pendingChange: state.pendingChange } : { scheduleId: null, pendingChange: null };
+}
+
+/** Whether a stored schedule and pending change differ from what the provider says (`now`). */
+export function scheduleDrifted(stored: HeldSchedule, now: HeldSchedule): boolean {
+  const [a, b] = [stored.pendingChange, now.pendingChange];
+  // Field by field: a stored pending change comes back from jsonb with its keys in another order.
+  const samePending = a === null || b === null ? a === b : a.tier === b.tier && a.interval === b.interval && a.seats === b.seats && a.effective_at === b.effective_at;
+  return stored.scheduleId !== now.scheduleId || !samePending;
 }

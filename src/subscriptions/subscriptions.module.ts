@@ -1,0 +1,22 @@
+import { Module } from '@nestjs/common';
+import { SubscriptionClaims } from './subscription-claims';
+import { SubscriptionClaimsRepository } from './subscription-claims.repository';
+import { SubscriptionChangesService } from './subscription-changes.service';
+import { SubscriptionController } from './subscription.controller';
+import { SubscriptionsRepository } from './subscriptions.repository';
+import { SubscriptionsService } from './subscriptions.service';
+
+/**
+ * The provider subscriptions tied to an organisation (table provider_subscriptions) and the rules that keep
+ * them: the reading of a provider subscription object, event order, when grace starts, what a schedule holds,
+ * tier resolution; and the organisation's subscription read and changes (spec §11.4, one change at a time per
+ * organisation: subscription_change_claims). The webhook, the reconciliation and checkout call
+ * SubscriptionsService; licensing reads the subscriptions through the database function this module owns.
+ * The provider is reached through the PaymentProvider port; LicenseChanges is the port it tells.
+ */
+@Module({
+  controllers: [SubscriptionController],
+  providers: [SubscriptionsRepository, SubscriptionsService, SubscriptionChangesService, SubscriptionClaims, SubscriptionClaimsRepository],
+  exports: [SubscriptionsService],
+})
+export class SubscriptionsModule {}
