@@ -9,7 +9,7 @@ const BARE = 'audit-bare-key-9876543210';
 const WITH_COLON = 'audit-named:with:colons';
 
 /**
- * The audit trail (SPEC 12) through HTTP: each change of the provisioning API writes one entry in its
+ * The audit trail (spec §12) through HTTP: each change of the provisioning API writes one entry in its
  * transaction, with the key's name as actor and the request id; failed or idempotent changes write none;
  * the read is newest first with keyset pagination; no key is ever written to the table or the logs.
  */

@@ -1,7 +1,7 @@
 import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 
 /**
- * One change made through the provisioning API or the operator CLI (SPEC 12, "Audit trail"), written in the
+ * One change made through the provisioning API or the operator CLI (spec §12, "Audit trail"), written in the
  * same transaction as the change, so a change that rolled back left no row. `before`/`after` hold the
  * changed record's public fields, never a secret (no session token, no key). Written only by AuditRepository.
  */

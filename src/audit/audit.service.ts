@@ -29,7 +29,7 @@ const record = (e: AuditEntry): AuditRecord => ({
   request_id: e.requestId,
 });
 
-/** The audit trail (SPEC 12): every change is recorded by its caller, in the caller's transaction `m`. */
+/** The audit trail (spec §12): every change is recorded by its caller, in the caller's transaction `m`. */
 @Injectable()
 export class AuditService {
   constructor(private readonly audit: AuditRepository) {}

@@ -13,7 +13,7 @@ const memberAction = (before: Role | null, after: Role | null) =>
 
 /**
  * The changes of the provisioning API and the operator CLI, each with its audit entry in the same
- * transaction (SPEC 12): a change that fails or rolls back leaves no entry, and a create that found the
+ * transaction (spec §12): a change that fails or rolls back leaves no entry, and a create that found the
  * existing record (idempotent) or a put that changed nothing writes none. Sessions are audited by id and
  * expiry, never by token.
  */

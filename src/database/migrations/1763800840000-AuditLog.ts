@@ -1,6 +1,6 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
-/** The audit trail (SPEC 12): one row per change, keyset-read newest first overall or per organisation. */
+/** The audit trail (spec §12): one row per change, keyset-read newest first overall or per organisation. */
 export class AuditLog1763800840000 implements MigrationInterface {
   name = 'AuditLog1763800840000';
 
