@@ -16,7 +16,7 @@ export const BODY_LIMIT = '1mb';
 // Signed by the provider and verified over its raw bytes: its contents are the webhook's to judge.
 
 /** Builds the HTTP application exactly as production runs it; tests use the same function. */
-export async function createApp(config: AppConfig, logger: Logger = createLogger(config.logLevel)) {
+export async function createApp(config: AppConfig, logger: Logger = createLogger(config.logLevel, config.nodeEnv)) {
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
     // The webhook signature is verified over the exact bytes received.
     rawBody: true,

@@ -21,7 +21,7 @@ async function main() {
     process.exit(1);
   }
   const { config, created: secretCreated } = withMachineWebhookSecret(loaded);
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.nodeEnv);
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,

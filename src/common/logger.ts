@@ -1,5 +1,6 @@
 import { LoggerService } from '@nestjs/common';
 import pino, { Logger } from 'pino';
+import pinoPretty from 'pino-pretty';
 
 // Anything that can carry a credential. pino replaces these paths before a line is written.
 const REDACT = [
@@ -17,8 +18,22 @@ const REDACT = [
 // `npm start` shows what a person needs (database, payments, where it listens) and LOG_LEVEL=debug shows the rest.
 const FRAMEWORK_STARTUP = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
 
-export function createLogger(level: string): Logger {
-  return pino({ level, redact: { paths: REDACT, censor: '[redacted]' }, base: undefined });
+/**
+ * One JSON object per line, for log collectors; on a developer's terminal (stdout a TTY, outside production)
+ * the same lines made readable by pino-pretty, in this process and synchronously, so nothing is lost when the
+ * process exits. Production always writes JSON, whatever it runs in.
+ */
+export function createLogger(level: string, nodeEnv = 'development'): Logger {
+  const options = { level, redact: { paths: REDACT, censor: '[redacted]' }, base: undefined };
+  if (nodeEnv === 'production' || !process.stdout.isTTY) return pino(options);
+  const pretty = pinoPretty({
+    sync: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    messageFormat: '{if context}{context}: {end}{msg}',
+    ignore: 'context',
+    singleLine: true,
+  });
+  return pino(options, pretty);
 }
 
 /** Nest's logger interface over pino, so framework and application lines share one JSON format. */

@@ -9,3 +9,4 @@ import '../webhook-outage.e2e-spec';
 import '../http-limits.e2e-spec';
 import '../input-strictness.e2e-spec';
 import '../ops-http.e2e-spec';
+import '../logs-terminal.e2e-spec';
