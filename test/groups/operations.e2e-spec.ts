@@ -10,3 +10,4 @@ import '../http-limits.e2e-spec';
 import '../input-strictness.e2e-spec';
 import '../ops-http.e2e-spec';
 import '../logs-terminal.e2e-spec';
+import '../laptop-env.e2e-spec';

@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,11 +40,15 @@ export function getStatus(port: number, path: string): Promise<number> {
   });
 }
 
-/** Starts `node dist/src/main.js` in an empty directory (no developer .env), with `env` on top of a minimal one. */
-export async function spawnServer(env: Record<string, string>, port?: number): Promise<ServerProcess> {
+/**
+ * Starts `node dist/src/main.js` in an empty directory (no developer .env; `files` are written there first,
+ * e.g. a `.env` of the test's own), with `env` on top of a minimal one.
+ */
+export async function spawnServer(env: Record<string, string>, port?: number, files: Record<string, string> = {}): Promise<ServerProcess> {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` first`);
   const listenOn = port ?? (await freePort());
   const dataDir = mkdtempSync(join(tmpdir(), 'billing-server-'));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dataDir, name), text);
   const child = spawn(process.execPath, [MAIN], {
     cwd: dataDir,
     env: { PATH: process.env.PATH, NODE_ENV: 'test', PORT: String(listenOn), DATA_DIR: dataDir, LOG_LEVEL: 'info', ...env },
