@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '../../../test/support/free-port';
 
 const run = promisify(execFile);
 const ROOT = join(__dirname, '..', '..', '..');
@@ -88,21 +89,35 @@ function typeScriptBlocks(page: string): string[] {
 }
 
 /**
- * The built client as a web app's strictest TypeScript project sees it: through its package.json's `exports`
- * (the ES module declarations for `import`, the CommonJS ones for `require`), with strict,
- * exactOptionalPropertyTypes and noUncheckedIndexedAccess, no skipLibCheck, and no Node types (a browser
+ * The client as a web app gets it: `npm install <path>/packages/client` into a project of its own, as
+ * integrating.md says (the package's `prepare` builds it; its dist is removed first, so only that build can
+ * have made it). Then used from plain JavaScript, and compiled by the strictest TypeScript project through
+ * its package.json's `exports` (the ES module declarations for `import`, the CommonJS ones for `require`):
+ * strict, exactOptionalPropertyTypes and noUncheckedIndexedAccess, no skipLibCheck, no Node types (a browser
  * bundle has none).
  */
-describe('packages/client in a strict TypeScript project', () => {
+describe('packages/client installed by path into a web app\'s project', () => {
   let project: string;
 
   beforeAll(async () => {
-    await run(process.execPath, [join(CLIENT, 'build.js')]);
-    project = mkdtempSync(join(tmpdir(), 'client-strict-'));
-    mkdirSync(join(project, 'node_modules', '@billing-licensing'), { recursive: true });
-    symlinkSync(CLIENT, join(project, 'node_modules', '@billing-licensing', 'client'), 'dir');
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'web-app', private: true, type: 'module' }));
+    project = mkdtempSync(join(tmpdir(), 'web-app-'));
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'web-app', version: '1.0.0', private: true, type: 'module' }));
+    rmSync(join(CLIENT, 'dist'), { recursive: true, force: true });
+    // npm's own settings of the `npm test` running this (npm_config_*) are not the web app's.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
+    await run('npm', ['install', CLIENT, '--offline', '--no-audit', '--no-fund'], { cwd: project, env });
   }, 180_000);
+
+  it('loads as an ES module and as CommonJS, and a call throws the typed ServiceError (here: a closed port)', async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const call = "createClient({ baseUrl: process.argv[2] }).plans().catch((err) => console.log(err.name, err.code, err instanceof ServiceError))";
+    writeFileSync(join(project, 'imported.mjs'), `import { createClient, ServiceError } from '@billing-licensing/client';\n${call};\n`);
+    writeFileSync(join(project, 'required.cjs'), `const { createClient, ServiceError } = require('@billing-licensing/client');\n${call};\n`);
+    for (const script of ['imported.mjs', 'required.cjs']) {
+      const { stdout } = await run(process.execPath, [script, closed], { cwd: project });
+      expect(stdout.trim()).toBe('ServiceError network_error true');
+    }
+  }, 60_000);
 
   async function compile(files: Record<string, string>): Promise<string> {
     for (const [name, text] of Object.entries(files)) writeFileSync(join(project, name), text);
