@@ -30,8 +30,8 @@ describe('sandbox proration and periods', () => {
   it('prorates an upgrade over what is left of the period: a credit for the old plan, a charge for the new', () => {
     const half = changeNowCharge(sub(), { tier: 'team', interval: 'month', quantity: 1 }, start + 15 * DAY);
     expect(half.lines.map((l) => [l.amount, l.proration, l.description])).toEqual([
-      [-1450, true, 'Unused time on 1 × pro (monthly) after 2026-04-16'],
-      [4950, true, 'Remaining time on 1 × team (monthly) after 2026-04-16'],
+      [-1450, true, 'Unused time on 1 × pro (monthly) after 16 Apr 2026'],
+      [4950, true, 'Remaining time on 1 × team (monthly) after 16 Apr 2026'],
     ]);
     expect(half.amountDue).toBe(3500);
     expect([half.periodStart, half.periodEnd]).toEqual([start, start + 30 * DAY]);

@@ -1,3 +1,4 @@
+import { formatDate } from '../common/display-format';
 import { addInterval, InvoiceLine, periodLine, planLabel, SandboxPlan, SubscriptionState, unitAmount } from './provider-events';
 
 /**
@@ -16,7 +17,8 @@ export interface SandboxCharge {
   periodEnd: number;
 }
 
-const day = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString().slice(0, 10);
+// The provider writes the date of a proration line as `27 Aug 2015`.
+const day = (unixSeconds: number) => formatDate(unixSeconds);
 
 export function chargeOf(lines: InvoiceLine[], periodStart: number, periodEnd: number): SandboxCharge {
   return { lines, amountDue: Math.max(0, lines.reduce((sum, line) => sum + line.amount, 0)), periodStart, periodEnd };

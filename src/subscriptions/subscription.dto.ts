@@ -101,7 +101,7 @@ export class SubscriptionResponse {
 }
 
 export class PreviewLine {
-  @ApiProperty({ nullable: true, type: String, example: 'Remaining time on 5 × Team after 2026-11-24' }) description: string | null;
+  @ApiProperty({ nullable: true, type: String, example: 'Remaining time on 5 × Team after 24 Nov 2026' }) description: string | null;
   @ApiProperty({ type: 'integer', example: 1250, description: 'Integer minor units; negative for a credit' }) amount: number;
   @ApiProperty({ type: 'integer', example: 1763790000 }) period_start: number;
   @ApiProperty({ type: 'integer', example: 1766382000 }) period_end: number;

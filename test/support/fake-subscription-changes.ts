@@ -1,6 +1,7 @@
 import type { FakeRoute, RecordedRequest } from './fake-provider';
 import { missing, newId, nowSeconds, stripeError, unsupported, validate } from './fake-provider';
 import { invoiceObject } from './provider-events';
+import { formatDate } from '../../src/common/display-format';
 
 /**
  * The strict double's subscription changes, as the provider makes them (spec §11.4 uses them):
@@ -89,7 +90,8 @@ function addInterval(at: number, price: Record<string, any>): number {
 
 const totalOf = (p: ItemPlan) => (p.price.unit_amount ?? 0) * p.quantity;
 const nameOf = (p: ItemPlan) => `${p.quantity} × ${p.price.nickname ?? p.price.id}`;
-const day = (at: number) => new Date(at * 1000).toISOString().slice(0, 10);
+// The provider writes the date of a proration line as `27 Aug 2015`.
+const day = (at: number) => formatDate(at);
 
 function fullPeriod(p: ItemPlan, start: number): Line {
   const at = `${(p.price.unit_amount ?? 0) / 100} ${p.price.currency} / ${p.price.recurring?.interval}`;

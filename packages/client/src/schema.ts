@@ -1657,7 +1657,7 @@ export interface components {
             seats?: number;
         };
         PreviewLine: {
-            /** @example Remaining time on 5 × Team after 2026-11-24 */
+            /** @example Remaining time on 5 × Team after 24 Nov 2026 */
             description: string | null;
             /**
              * @description Integer minor units; negative for a credit
