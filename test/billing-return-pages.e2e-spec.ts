@@ -90,7 +90,7 @@ describe('billing return pages', () => {
 
     const portal = await t.http().get('/api/billing/portal').set(owner.auth).query({ organisation_id: orgId }).expect(200);
     const portalPage = await t.http().get(new URL(portal.body.url).pathname).expect(200);
-    expect(portalPage.text).toContain(`<a href="${APP}/billing">Return without changes</a>`);
+    expect(portalPage.text).toContain(`<a href="${APP}/billing">Return to the application</a>`);
   });
 
   it('are public, and left out of the OpenAPI document like the sandbox pages', async () => {

@@ -91,7 +91,7 @@ describe('payment pages on a phone', () => {
     await page.goto(portal.url);
     expect(await heading(page)).toBe('Manage your subscription');
     expect(await scrollWidth(page)).toBeLessThanOrEqual(PHONE.width);
-    await Promise.all([page.waitForURL(`${origin}/billing`), page.getByRole('link', { name: 'Return without changes' }).click()]);
+    await Promise.all([page.waitForURL(`${origin}/billing`), page.getByRole('link', { name: 'Return to the application' }).click()]);
     expect(await heading(page)).toBe('Back from the billing portal');
     expect(await scrollWidth(page)).toBeLessThanOrEqual(PHONE.width);
     await context.close();

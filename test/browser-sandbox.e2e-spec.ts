@@ -5,9 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { SandboxStore } from '../src/sandbox/sandbox.store';
+import { formatMoney } from '../src/common/display-format';
 import { cli } from './support/run-cli';
 import { createOrganisation, createUserWithSession, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
-import { launchChromium } from './support/browser';
+import { axeViolations, launchChromium } from './support/browser';
 
 jest.setTimeout(60_000);
 
@@ -38,42 +39,102 @@ describe('sandbox checkout in a browser', () => {
     await new Promise((resolve) => webApp?.close(resolve));
   });
 
-  it('pays for pro with the keyboard, returns to the web app, then switches tier and cancels in the portal', async () => {
+  /** What the service knows of the organisation's subscription, as the web app reads it. */
+  async function state(owner: { auth: Record<string, string> }, orgId: string) {
+    const status = (await t.http().get('/api/licensing/status').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body;
+    const { subscription } = (await t.http().get('/api/billing/subscription').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body;
+    const history = (await t.http().get('/api/billing/history').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body.data;
+    return { license: status.license, subscription, paid: history.map((h: { amount_paid: number }) => h.amount_paid) };
+  }
+
+  it('buys yearly pro with the keyboard (the button says €290.00 before it is pressed), reviews then confirms a switch, and asks before cancelling', async () => {
     if (!browser) return; // no Chromium on this machine (not CI): global setup printed one line saying so
     const orgId = (await createOrganisation(t)).id;
     const owner = await createUserWithSession(t, { org: orgId, role: 'owner' });
-    const license = async () =>
-      (await t.http().get('/api/licensing/status').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body.license;
     const checkout = await t.http().post('/api/billing/checkout').set(owner.auth).send({ organisation_id: orgId, tier: 'pro' }).expect(201);
 
     const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('console', (msg) => msg.type() === 'error' && problems.push(msg.text()));
+    page.on('pageerror', (err) => problems.push(err.message));
     await page.goto(checkout.body.url);
     expect(await page.title()).toBe('Subscribe to pro · Sandbox payments');
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Subscribe to pro');
     expect(await page.getByRole('note').textContent()).toBe('Sandbox — no real payment');
+    expect(await axeViolations(page)).toEqual([]);
 
-    // The first Tab reaches the Pay button, which shows a focus ring; Enter submits.
+    // The first Tab reaches the interval (above the Pay button); the arrow chooses yearly and the button follows.
     await page.keyboard.press('Tab');
-    const focused = page.getByRole('button', { name: 'Pay €29.00' });
+    const focused = (el: any) => el.ownerDocument.activeElement === el;
+    expect(await page.getByRole('radio', { name: '€29.00 per month' }).evaluate(focused)).toBe(true);
+    await page.keyboard.press('ArrowDown');
+    expect(await page.getByRole('radio', { name: '€290.00 per year' }).isChecked()).toBe(true);
+    expect(await page.locator('output').textContent()).toBe('€290.00 per year');
+    await page.keyboard.press('Tab');
+    const pay = page.getByRole('button', { name: 'Pay €290.00' });
     // (Reached through the element: this file compiles without the DOM library.)
-    expect(await focused.evaluate((el: any) => el.ownerDocument.activeElement === el)).toBe(true);
-    expect(await focused.evaluate((el: any) => el.ownerDocument.defaultView.getComputedStyle(el).outlineStyle)).toBe('solid');
+    expect(await pay.evaluate(focused)).toBe(true);
+    expect(await pay.evaluate((el: any) => el.ownerDocument.defaultView.getComputedStyle(el).outlineStyle)).toBe('solid');
     await Promise.all([page.waitForURL(`${appUrl}/billing/success?session_id=${checkout.body.session_id}`), page.keyboard.press('Enter')]);
     expect(await page.locator('h1').textContent()).toBe('Web app');
-    expect(await license()).toEqual({ tier: 'pro', is_active: true, is_expired: false });
+    // The interval chosen is the interval bought, at the amount the button said.
+    expect(await state(owner, orgId)).toMatchObject({
+      license: { tier: 'pro', is_active: true, is_expired: false },
+      subscription: { tier: 'pro', interval: 'year' },
+      paid: [29000],
+    });
 
-    const portal = await t.http().get('/api/billing/portal').set(owner.auth).query({ organisation_id: orgId }).expect(200);
-    await page.goto(portal.body.url);
-    await page.getByLabel('Plan', { exact: true }).selectOption('team');
-    await Promise.all([page.waitForURL(`${appUrl}/billing`), page.getByRole('button', { name: 'Change plan' }).click()]);
-    expect(await license()).toMatchObject({ tier: 'team', is_active: true });
+    const portal = (await t.http().get('/api/billing/portal').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body.url;
+    await page.goto(portal);
+    expect(await axeViolations(page)).toEqual([]);
+    // No seats asked: none of these tiers is sold per seat.
+    expect(await page.getByLabel('Seats').count()).toBe(0);
+    // The first click reviews the provider's preview and changes nothing.
+    await Promise.all([page.waitForURL(/\/change\?tier=team&interval=year$/), page.getByRole('button', { name: 'Switch to team' }).click()]);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Confirm your change');
+    const due = (await page.locator('p.total strong').textContent())!;
+    expect(due).toMatch(/^€\d{3}\.\d\d$/);
+    expect(await axeViolations(page)).toEqual([]);
+    expect(await state(owner, orgId)).toMatchObject({ license: { tier: 'pro' }, subscription: { tier: 'pro', interval: 'year' }, paid: [29000] });
+    // Confirmed: charged what was shown, back in the portal with the new plan.
+    await Promise.all([page.waitForURL(`${portal}?done=changed`), page.getByRole('button', { name: `Confirm and pay ${due}` }).click()]);
+    expect(await page.getByRole('status').textContent()).toBe('Your plan was changed.');
+    expect(await page.getByRole('heading', { level: 2 }).textContent()).toBe('team plan (active)');
+    const switched = await state(owner, orgId);
+    expect(switched).toMatchObject({ license: { tier: 'team', is_active: true }, subscription: { tier: 'team', interval: 'year' } });
+    expect(switched.paid.map((amount: number) => formatMoney(amount, 'eur'))).toContain(due);
 
-    await page.goto(portal.body.url);
-    await Promise.all([page.waitForURL(`${appUrl}/billing`), page.getByRole('button', { name: 'Cancel now' }).click()]);
-    expect(await license()).toEqual({ tier: 'free', is_active: true, is_expired: false });
-    await page.goto(portal.body.url);
+    // "Cancel now" asks first; the question changes nothing.
+    await Promise.all([page.waitForURL(/\/cancel-now$/), page.getByRole('link', { name: 'Cancel now' }).click()]);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Cancel your team plan now?');
+    expect(await axeViolations(page)).toEqual([]);
+    expect((await state(owner, orgId)).license).toMatchObject({ tier: 'team', is_active: true });
+    await Promise.all([page.waitForURL(`${portal}?done=ended`), page.getByRole('button', { name: 'Cancel the subscription now' }).click()]);
+    expect(await page.getByRole('status').textContent()).toBe('Your subscription was canceled.');
     expect(await page.getByText('This customer has no active subscription.').count()).toBe(1);
+    expect((await state(owner, orgId)).license).toEqual({ tier: 'free', is_active: true, is_expired: false });
+    await Promise.all([page.waitForURL(`${appUrl}/billing`), page.getByRole('link', { name: 'Return to the application' }).click()]);
+    expect(problems).toEqual([]);
     await page.close();
+  });
+
+  it('without script, pays nothing when the choice changed after the page showed its total, then pays what the button says', async () => {
+    if (!browser) return;
+    const orgId = (await createOrganisation(t)).id;
+    const owner = await createUserWithSession(t, { org: orgId, role: 'owner' });
+    const checkout = await t.http().post('/api/billing/checkout').set(owner.auth).send({ organisation_id: orgId, tier: 'pro' }).expect(201);
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    await page.goto(checkout.body.url);
+    await page.getByRole('radio', { name: '€290.00 per year' }).check();
+    // Nothing updates the button without script: it still says the monthly amount, which is not what would be bought.
+    await Promise.all([page.waitForURL(/recheck=1/), page.getByRole('button', { name: 'Pay €29.00' }).click()]);
+    expect(await page.getByRole('alert').textContent()).toBe('Nothing was charged: the total for your choice is €290.00 per year. Check it, then press Pay €290.00.');
+    expect(await state(owner, orgId)).toMatchObject({ license: { tier: 'free' }, subscription: null, paid: [] });
+    expect(await page.getByRole('radio', { name: '€290.00 per year' }).isChecked()).toBe(true);
+    await Promise.all([page.waitForURL(`${appUrl}/billing/success?session_id=${checkout.body.session_id}`), page.getByRole('button', { name: 'Pay €290.00' }).click()]);
+    expect(await state(owner, orgId)).toMatchObject({ license: { tier: 'pro', is_active: true }, subscription: { interval: 'year' }, paid: [29000] });
+    await context.close();
   });
 });
 
@@ -139,8 +200,9 @@ describe('sandbox plans in a browser: seats, a trial, a scheduled downgrade, the
     expect(await page.getByRole('button', { name: 'Start trial without a card' }).count()).toBe(1);
     expect(await scrollWidth(page)).toBeLessThanOrEqual(PHONE.width);
     await page.getByLabel('Seats', { exact: true }).fill('3');
-    await Promise.all([page.waitForURL(/seats=3/), page.getByRole('button', { name: 'Update total' }).click()]);
-    expect(await page.getByRole('definition').filter({ hasText: /^€297\.00 per month \(3 seats\)$/ }).count()).toBe(1);
+    // The total follows the seats as they are typed; the trial's button names no amount.
+    expect(await page.locator('output').textContent()).toBe('€297.00 per month (3 seats)');
+    expect(await axeViolations(page)).toEqual([]);
     await Promise.all([page.waitForURL(`${appUrl}/billing/success?session_id=${session.id}`), page.getByRole('button', { name: 'Add card and start trial' }).click()]);
     expect(await read()).toMatchObject({
       license: { tier: 'team', is_active: true, is_expired: false },
@@ -148,12 +210,17 @@ describe('sandbox plans in a browser: seats, a trial, a scheduled downgrade, the
       subscription: { status: 'trialing', seats: 3, pending_change: null },
     });
 
-    // The portal: 5 seats now (bigger: at once; nothing to pay in a trial).
+    // The portal: seats only for team (sold per seat); 5 seats now (bigger: at once; nothing to pay in a trial).
     const portal = (await t.http().get('/api/billing/portal').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body.url;
     await page.goto(portal);
     expect(await scrollWidth(page)).toBeLessThanOrEqual(PHONE.width);
+    expect(await page.getByLabel('Seats', { exact: true }).count()).toBe(1);
     await page.getByLabel('Seats', { exact: true }).fill('5');
-    await Promise.all([page.waitForURL(`${appUrl}/billing`), page.getByRole('button', { name: 'Change plan' }).click()]);
+    await Promise.all([page.waitForURL(/seats=5$/), page.getByRole('button', { name: 'Change team' }).click()]);
+    expect(await page.locator('p.total').textContent()).toBe('Due now: €0.00 (the trial is free whatever the plan)');
+    expect(await scrollWidth(page)).toBeLessThanOrEqual(PHONE.width);
+    expect((await read()).users).toBe(3);
+    await Promise.all([page.waitForURL(`${portal}?done=changed`), page.getByRole('button', { name: 'Confirm the change' }).click()]);
     expect(await read()).toMatchObject({ license: { tier: 'team', is_active: true }, users: 5, subscription: { seats: 5, pending_change: null } });
 
     // 4 seats, through the service's own route as the web app asks: smaller, so it waits for the period's end
@@ -162,7 +229,7 @@ describe('sandbox plans in a browser: seats, a trial, a scheduled downgrade, the
     const scheduled = await read();
     expect(scheduled).toMatchObject({ users: 5, subscription: { seats: 5, pending_change: { tier: 'team', seats: 4, interval: 'month' } } });
     await page.goto(portal);
-    expect(await page.getByRole('definition').filter({ hasText: /^team, €396\.00 per month \(4 seats\), from / }).count()).toBe(1);
+    expect(await page.getByRole('definition').filter({ hasText: /^team, €396\.00 per month \(4 seats\), from \d{1,2} [A-Z][a-z]{2} \d{4}$/ }).count()).toBe(1);
     expect(await page.getByRole('button', { name: 'Keep the current plan' }).count()).toBe(1);
     expect(await scrollWidth(page)).toBeLessThanOrEqual(PHONE.width);
 

@@ -182,9 +182,10 @@ describe('sandbox test clock and subscription changes', () => {
     expect(res.body.trial_days).toBe(14);
     const path = new URL(res.body.url).pathname;
     const page = (await t.http().get(path).expect(200)).text;
-    expect(page).toContain('<dt>Plan</dt><dd>2 × team (yearly)</dd>');
-    expect(page).toMatch(/<dt>Trial<\/dt><dd>14 days free, until \d{4}-\d\d-\d\d; then €1,980\.00 per year \(2 seats\)<\/dd>/);
-    expect(page).toContain('<button type="submit" class="plain">Start trial without a card</button>');
+    expect(page).toContain('value="year" data-unit-amount="99000" checked> €990.00 per seat per year</label>');
+    expect(page).toContain('<input id="seats" name="seats" type="number" inputmode="numeric" min="1" max="20" value="2" required>');
+    expect(page).toMatch(/<p class="total">14 days free, until \d{1,2} [A-Z][a-z]{2} \d{4}; then <output id="total" aria-live="polite">€1,980\.00 per year \(2 seats\)<\/output><\/p>/);
+    expect(page).toContain(`<button type="submit" class="plain" formaction="${path}/start-trial">Start trial without a card</button>`);
     await t.http().post(`${path}/start-trial`).type('form').send({ interval: 'year', seats: '2' }).expect(303);
     expect(await subscriptionRead(owner, orgId)).toMatchObject({ tier: 'team', status: 'trialing', interval: 'year', seats: 2 });
     const res2 = await advance(orgId, 14);

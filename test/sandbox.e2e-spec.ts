@@ -54,9 +54,19 @@ describe('sandbox payment provider', () => {
     expect(page.text).toContain('Sandbox — no real payment');
     expect(page.text).toContain('<h1>Subscribe to pro</h1>');
     expect(page.text).toContain(`<form method="post" action="/sandbox/checkout/${s.id}/pay"`);
-    expect(page.text).toContain('<button type="submit">Pay €29.00</button>');
+    // The interval is chosen in the Pay button's own form, which also says the total it showed.
+    expect(page.text).toContain('<label><input type="radio" name="interval" value="month" data-unit-amount="2900" checked> €29.00 per month</label>');
+    expect(page.text).toContain('<label><input type="radio" name="interval" value="year" data-unit-amount="29000"> €290.00 per year</label>');
+    expect(page.text).toContain('<input type="hidden" name="total" value="2900">');
+    expect(page.text).toContain('<button type="submit" data-pay>Pay €29.00</button>');
+    expect(page.text).not.toContain('name="seats"');
     expect(page.text).toContain(`<a href="${APP}/billing/cancel">Cancel and return</a>`);
-    expect(page.text).not.toMatch(/<script/i);
+    // One script, the service's own file (the CSP allows no other): the page works without it.
+    expect(page.text.match(/<script[^>]*>/gi)).toEqual(['<script src="/sandbox/assets/checkout.js" defer>']);
+    expect(page.headers['content-security-policy']).toMatch(/default-src 'none'; script-src 'self';/);
+    const script = await t.http().get('/sandbox/assets/checkout.js').expect(200);
+    expect(script.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(script.text).toContain("document.querySelectorAll('form[data-checkout]')");
 
     const pay = await t.http().post(`${s.path}/pay`).type('form').send('').expect(303);
     expect(pay.headers.location).toBe(`${APP}/billing/success?session_id=${s.id}`);
@@ -85,6 +95,37 @@ describe('sandbox payment provider', () => {
     expect((await t.db.query(`SELECT count(*)::int AS n FROM sandbox_subscriptions WHERE customer_id = (SELECT customer_id FROM sandbox_checkout_sessions WHERE id = $1)`, [s.id]))[0].n).toBe(1);
     const again = await t.http().get(s.path).expect(200);
     expect(again.text).toContain('This checkout is already paid');
+  });
+
+  it('pays what the Pay button said: a choice changed without script pays nothing until the page shows its total', async () => {
+    const { orgId, owner } = await ownerOfNewOrg();
+    const s = await checkout(owner, { organisation_id: orgId, tier: 'pro' });
+    const subscriptions = await countRows('sandbox_subscriptions');
+
+    // Yearly chosen, but the button (no script) still said €29.00: nothing is paid, the page comes back saying €290.00.
+    const stale = await t.http().post(`${s.path}/pay`).type('form').send({ interval: 'year', total: '2900' }).expect(303);
+    expect(stale.headers.location).toBe(`${s.path}?interval=year&seats=1&recheck=1`);
+    expect(await countRows('sandbox_subscriptions')).toBe(subscriptions);
+    const shown = await t.http().get(stale.headers.location).expect(200);
+    expect(shown.text).toContain('<div class="error" role="alert"><p>Nothing was charged: the total for your choice is €290.00 per year. Check it, then press Pay €290.00.</p></div>');
+    expect(shown.text).toContain('value="year" data-unit-amount="29000" checked>');
+    expect(shown.text).toContain('<input type="hidden" name="total" value="29000">');
+    expect(shown.text).toContain('<button type="submit" data-pay>Pay €290.00</button>');
+
+    // Bad input is refused and changes nothing.
+    for (const form of [{ interval: 'weekly', total: '2900' }, { interval: 'year', total: '290.00' }, { interval: 'year', total: '29000', extra: '1' }]) {
+      const refused = await t.http().post(`${s.path}/pay`).type('form').send(form).expect(400);
+      expect(refused.body.code).toBe('validation_failed');
+    }
+    await t.http().get(`${s.path}?recheck=yes`).expect(400);
+    expect(await countRows('sandbox_subscriptions')).toBe(subscriptions);
+
+    // Paid with the total shown: yearly, €290.00, as the button said.
+    await t.http().post(`${s.path}/pay`).type('form').send({ interval: 'year', total: '29000' }).expect(303);
+    const report = await t.http().get('/api/billing/session').set(owner.auth).query({ session_id: s.id }).expect(200);
+    expect(report.body).toMatchObject({ amount_total: 29000, currency: 'EUR', tier: 'pro' });
+    const { subscription } = (await t.http().get('/api/billing/subscription').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body;
+    expect(subscription).toMatchObject({ tier: 'pro', interval: 'year' });
   });
 
   it('escapes what it shows, and answers unknown or expired sessions with a page and no effect', async () => {
@@ -145,31 +186,72 @@ describe('sandbox payment provider', () => {
     const portal = await t.http().get('/api/billing/portal').set(owner.auth).query({ organisation_id: orgId }).expect(200);
     expect(portal.body.url).toMatch(/^http:\/\/localhost:\d+\/sandbox\/portal\/bps_[A-Za-z0-9]{40}$/);
     const path = new URL(portal.body.url).pathname;
+    const portalId = path.split('/').pop();
     const page = await t.http().get(path).expect(200);
-    const [, subId] = page.text.match(/<label for="tier-(sub_[A-Za-z0-9]+)">Plan<\/label>/) ?? [];
+    const [, subId] = page.text.match(/<h2 id="h-(sub_[A-Za-z0-9]+)">pro plan \(active\)<\/h2>/) ?? [];
     expect(subId).toBeDefined();
-    expect(page.text).toContain(`<select id="tier-${subId}" name="tier"><option value="pro" selected>pro</option>`);
-    expect(page.text).toContain('<button type="submit" class="secondary">Cancel now</button>');
+    const base = `${path}/subscriptions/${subId}`;
+    // Every plan on sale, with its billing and (none of the default tiers is sold per seat) no seats field.
+    expect(page.text).toContain(`<form method="get" action="${base}/change" aria-labelledby="plan-${subId}-team">`);
+    expect(page.text).toContain('<button type="submit" class="plain">Switch to team</button>');
+    expect(page.text).toContain('<button type="submit" class="plain">Change pro</button>');
+    expect(page.text).not.toContain('name="seats"');
+    expect(page.text).toContain(`<a class="button secondary" href="${base}/cancel-now">Cancel now</a>`);
     expect(page.text).not.toMatch(/<script/i);
-    const change = (form: Record<string, string>) => t.http().post(`${path}/subscriptions/${subId}/change`).type('form').send(form);
+    const events = async () => (await t.db.query(`SELECT type FROM sandbox_events WHERE source_id = $1 ORDER BY seq`, [portalId])).map((e: { type: string }) => e.type);
+    const invoices = async () => (await t.db.query(`SELECT amount_paid FROM sandbox_invoices WHERE subscription_id = $1 ORDER BY paid_at, id`, [subId])).map((i: { amount_paid: number }) => Number(i.amount_paid));
+    const review = (query: Record<string, string>) => t.http().get(`${base}/change`).query(query);
+    const change = (form: Record<string, string>) => t.http().post(`${base}/change`).type('form').send(form);
 
-    // A tier that cannot be bought, or the plan it has, changes nothing.
+    // A tier that cannot be bought, the plan it has, or a malformed field: refused, nothing changed.
+    await review({ tier: 'free' }).expect(400);
+    await review({ tier: 'pro', interval: 'month' }).expect(409);
+    expect((await review({ tier: 'pro', interval: 'weekly' }).expect(400)).body.code).toBe('validation_failed');
     await change({ tier: 'free' }).expect(400);
     await change({ tier: 'pro', interval: 'month' }).expect(409);
-    await change({ tier: 'pro', interval: 'weekly' }).expect(400);
+    expect((await change({ tier: 'team', amount_due: '7000.00' }).expect(400)).body.code).toBe('validation_failed');
+    expect((await change({ tier: 'team', when: 'later' }).expect(400)).body.code).toBe('validation_failed');
+
+    // The first click reviews: the provider's preview, the amount due now, and a button that says it. Nothing changes.
+    const reviewed = await review({ tier: 'team', interval: 'month' }).expect(200);
+    expect(reviewed.text).toContain('<h1>Confirm your change</h1>');
+    const [, due] = reviewed.text.match(/<p class="total">Due now: <strong>(€[\d,.]+)<\/strong><\/p>/) ?? [];
+    expect(due).toMatch(/^€(69|70)\.\d\d$/); // €99.00 less the unused part of €29.00, prorated to the second
+    expect(reviewed.text).toContain(`<button type="submit">Confirm and pay ${due}</button>`);
+    expect(reviewed.text).toMatch(/<tr><td>Unused time on 1 × pro \(monthly\) after [^<]+<\/td><td>-€2\d\.\d\d<\/td><\/tr>/);
+    const hidden = Object.fromEntries([...reviewed.text.matchAll(/<input type="hidden" name="(\w+)" value="([^"]*)">/g)].map(([, name, value]) => [name, value]));
+    expect(hidden).toEqual({ tier: 'team', interval: 'month', seats: '1', when: 'now', proration_date: expect.stringMatching(/^\d+$/), amount_due: expect.stringMatching(/^\d+$/) });
+    expect(await events()).toEqual([]);
     expect(await status(owner, orgId)).toMatchObject({ tier: 'pro' });
 
-    const switched = await change({ tier: 'team' }).expect(303);
-    expect(switched.headers.location).toBe(`${APP}/billing`);
+    // An amount the subscription no longer charges (another change came in between): nothing is charged, the review again.
+    const moved = await change({ ...hidden, amount_due: String(Number(hidden.amount_due) + 1) }).expect(409);
+    expect(moved.text).toContain('Nothing was charged: the subscription changed since the amount was shown.');
+    expect(await events()).toEqual([]);
+
+    // Confirmed: charged exactly what was shown, then back to the portal with the new state.
+    const switched = await change(hidden).expect(303);
+    expect(switched.headers.location).toBe(`${path}?done=changed`);
     expect(await status(owner, orgId)).toEqual({ tier: 'team', is_active: true, is_expired: false });
-    // Two changes within one second still apply in order.
+    expect((await invoices()).at(-1)).toBe(Number(hidden.amount_due));
+    const after = await t.http().get(switched.headers.location).expect(200);
+    expect(after.text).toContain('<p class="done" role="status">Your plan was changed.</p>');
+    expect(after.text).toContain(`<h2 id="h-${subId}">team plan (active)</h2>`);
+    await t.http().get(`${path}?done=everything`).expect(400);
+    // Two changes within one second still apply in order (a confirmation without the review's fields: charged as it stands).
     await change({ tier: 'enterprise' }).expect(303);
     expect(await status(owner, orgId)).toMatchObject({ tier: 'enterprise' });
 
-    await t.http().post(`${path}/subscriptions/${subId}/cancel-now`).type('form').send('').expect(303);
+    // "Cancel now" asks first: its page changes nothing.
+    const ask = await t.http().get(`${base}/cancel-now`).expect(200);
+    expect(ask.text).toContain('<h1>Cancel your enterprise plan now?</h1>');
+    expect(ask.text).toContain(`<form method="post" action="${base}/cancel-now" class="actions">`);
+    expect(await status(owner, orgId)).toMatchObject({ tier: 'enterprise' });
+    await t.http().get(`${path}/subscriptions/sub_someone_else/cancel-now`).expect(409);
+    const ended = await t.http().post(`${base}/cancel-now`).type('form').send('').expect(303);
+    expect(ended.headers.location).toBe(`${path}?done=ended`);
     expect(await status(owner, orgId)).toEqual({ tier: 'free', is_active: true, is_expired: false });
-    const types = await t.db.query(`SELECT type FROM sandbox_events WHERE source_id = $1 ORDER BY seq`, [path.split('/').pop()]);
-    expect(types.map((e: { type: string }) => e.type)).toEqual([
+    expect(await events()).toEqual([
       'customer.subscription.updated',
       'invoice.paid',
       'customer.subscription.updated',
@@ -192,16 +274,27 @@ describe('sandbox payment provider', () => {
     const portal = await t.http().get('/api/billing/portal').set(owner.auth).query({ organisation_id: orgId }).expect(200);
     const path = new URL(portal.body.url).pathname;
     const portalId = path.split('/').pop();
-    const [, subId] = (await t.http().get(path).expect(200)).text.match(/<label for="tier-(sub_[A-Za-z0-9]+)">Plan<\/label>/) ?? [];
+    const [, subId] = (await t.http().get(path).expect(200)).text.match(/<h2 id="h-(sub_[A-Za-z0-9]+)">/) ?? [];
     const act = (action: string, form: Record<string, string> = {}) => t.http().post(`${path}/subscriptions/${subId}/${action}`).type('form').send(form);
     const types = async () => (await t.db.query(`SELECT type FROM sandbox_events WHERE source_id = $1 ORDER BY seq`, [portalId])).map((e: { type: string }) => e.type);
 
-    // Smaller: a schedule for the period's end; the tier stays until then.
-    await act('change', { tier: 'pro', interval: 'month' }).expect(303);
+    // Smaller: reviewed as "from" the period's end, with nothing due now; then a schedule, and the tier stays until then.
+    const reviewed = await t.http().get(`${path}/subscriptions/${subId}/change`).query({ tier: 'pro', interval: 'month' }).expect(200);
+    const [, from] = reviewed.text.match(/<p class="total">From <strong>(\d{1,2} [A-Z][a-z]{2} \d{4})<\/strong>: €29\.00 per month\.<\/p>/) ?? [];
+    expect(from).toBeDefined();
+    expect(reviewed.text).toContain('<p>Nothing is charged now: your current plan stays until then.</p>');
+    expect(reviewed.text).toContain(`<button type="submit">Confirm the change from ${from}</button>`);
+    expect(reviewed.text).toContain('<input type="hidden" name="when" value="period_end">');
+    expect(reviewed.text).not.toContain('name="amount_due"');
+    // A confirmation that expected it now (the subscription changed since): nothing changes, the review again.
+    expect((await act('change', { tier: 'pro', interval: 'month', when: 'now' }).expect(409)).text).toContain('<h1>Confirm your change</h1>');
+    expect(await types()).toEqual([]);
+    const scheduled = await act('change', { tier: 'pro', interval: 'month', seats: '1', when: 'period_end' }).expect(303);
+    expect(scheduled.headers.location).toBe(`${path}?done=scheduled`);
     expect(await types()).toEqual(['subscription_schedule.created', 'customer.subscription.updated', 'subscription_schedule.updated']);
     expect(await status(owner, orgId)).toMatchObject({ tier: 'team' });
     const page = (await t.http().get(path).expect(200)).text;
-    expect(page).toMatch(/<dt>Pending change<\/dt><dd>pro, €29\.00 per month, from \d{4}-\d\d-\d\d<\/dd>/);
+    expect(page).toMatch(/<dt>Pending change<\/dt><dd>pro, €29\.00 per month, from \d{1,2} [A-Z][a-z]{2} \d{4}<\/dd>/);
     expect(page).toContain('<button type="submit" class="plain">Keep the current plan</button>');
     // The provider refuses a cancellation while a schedule manages the subscription: nothing changes.
     const refused = await act('cancel').expect(409);
@@ -285,6 +378,7 @@ describe('sandbox pages with a real provider configured', () => {
       );
       await t.http().get('/sandbox/checkout/cs_test_leftover').expect(404);
       await t.http().post('/sandbox/checkout/cs_test_leftover/pay').expect(404);
+      await t.http().get('/sandbox/assets/checkout.js').expect(404);
       expect((await t.db.query(`SELECT status FROM sandbox_checkout_sessions`))[0].status).toBe('open');
     } finally {
       await t.close();

@@ -41,6 +41,11 @@ export function addMonth(unixSeconds: number): number {
   return addMonths(unixSeconds, 1);
 }
 
+/** When a trial of `days` days started at `startS` ends (the provider counts whole days of 24 hours). */
+export function trialEndOf(startS: number, days: number): number {
+  return startS + days * 86_400;
+}
+
 /** One billing interval later (a year is twelve calendar months: 29 February → 28 February). */
 export function addInterval(unixSeconds: number, interval: SandboxInterval): number {
   return addMonths(unixSeconds, interval === 'year' ? 12 : 1);

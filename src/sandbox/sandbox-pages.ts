@@ -1,40 +1,49 @@
+import { formatDate, formatMoney, formatNumber } from '../common/display-format';
 import { esc, htmlPage } from '../common/html-page';
-import { planLabel, SandboxInterval, SandboxPlan, unitAmount } from './provider-events';
+import { nowSeconds, SANDBOX_CURRENCY, SandboxInterval, SandboxPlan, trialEndOf, unitAmount } from './provider-events';
 import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
 import { SandboxInvoice } from './sandbox-invoice.entity';
 import { MeterTotal } from './sandbox.repository';
 
-/** The sandbox's server-rendered pages, in the look of common/html-page.ts. */
+/**
+ * The sandbox's server-rendered pages, in the look of common/html-page.ts: working without script (the checkout
+ * page's one script, served by the service, only keeps its Pay button's amount in step with the choice).
+ */
 
-export function money(amount: number, currency: string): string {
-  try {
-    return new Intl.NumberFormat('en', { style: 'currency', currency: currency.toUpperCase() }).format(amount / 100);
-  } catch {
-    return `${(amount / 100).toFixed(2)} ${currency.toUpperCase()}`;
-  }
+export function layout(title: string, body: string, script?: string): string {
+  return htmlPage(`${title} · Sandbox payments`, body, 'Sandbox — no real payment', script);
 }
 
-export function day(unixSeconds: number): string {
-  return new Date(unixSeconds * 1000).toISOString().slice(0, 10);
-}
-
-export function layout(title: string, body: string): string {
-  return htmlPage(`${title} · Sandbox payments`, body, 'Sandbox — no real payment');
+/** An amount of the sandbox's currency, as every page writes money. */
+export function money(amount: number): string {
+  return formatMoney(amount, SANDBOX_CURRENCY);
 }
 
 /** "€29.00 per month" / "€290.00 per seat per year": a price as the pages show it. */
 export function priceText(tier: string, interval: SandboxInterval, perSeat: boolean): string {
-  return `${money(unitAmount(tier, interval), 'eur')} per ${perSeat ? 'seat per ' : ''}${interval}`;
+  return `${money(unitAmount(tier, interval))} per ${perSeat ? 'seat per ' : ''}${interval}`;
+}
+
+/** What one period of `plan` costs (the provider's price times the seats), in minor units. */
+export function periodAmount(plan: SandboxPlan): number {
+  return unitAmount(plan.tier, plan.interval) * plan.quantity;
 }
 
 /** What one period of `plan` costs, in words: "€297.00 per month (3 seats)". */
 export function planTotal(plan: SandboxPlan, perSeat: boolean): string {
-  const total = money(unitAmount(plan.tier, plan.interval) * plan.quantity, 'eur');
-  return `${total} per ${plan.interval}${perSeat ? ` (${plan.quantity} seat${plan.quantity === 1 ? '' : 's'})` : ''}`;
+  return `${money(periodAmount(plan))} per ${plan.interval}${perSeat ? ` (${plan.quantity} seat${plan.quantity === 1 ? '' : 's'})` : ''}`;
 }
 
-/** The checkout page for the plan chosen so far (`choice`): pay (or start the trial), or change interval and seats. */
-export function checkoutPage(s: SandboxCheckoutSession, choice: SandboxPlan, tier: { perSeat: boolean; maxSeats: number }): string {
+/** The script that keeps the checkout page's total and Pay button in step with the choice (sandbox-assets.ts). */
+export const CHECKOUT_SCRIPT = '/sandbox/assets/checkout.js';
+
+/**
+ * The checkout page for the plan chosen so far (`choice`): the interval and seats sit in the form of the Pay button,
+ * so paying submits them, with the total the page showed (`total`): when that is not the choice's (the choice was
+ * changed without script, which would have updated the button), nothing is paid and the page comes back with the
+ * choice's total (`recheck`). Works without script; with it, the button's amount follows the choice as it is made.
+ */
+export function checkoutPage(s: SandboxCheckoutSession, choice: SandboxPlan, tier: { perSeat: boolean; maxSeats: number }, recheck = false): string {
   if (s.status === 'complete') {
     return layout(
       'Already paid',
@@ -44,43 +53,45 @@ export function checkoutPage(s: SandboxCheckoutSession, choice: SandboxPlan, tie
     );
   }
   const action = `/sandbox/checkout/${esc(s.id)}`;
+  const trial = s.trialDays > 0;
   const total = planTotal(choice, tier.perSeat);
-  const trialEnd = day(Math.floor(Date.now() / 1000) + s.trialDays * 86_400);
-  const chosen = `<input type="hidden" name="interval" value="${esc(choice.interval)}"><input type="hidden" name="seats" value="${esc(choice.quantity)}">`;
-  const pay = s.trialDays > 0 ? 'Add card and start trial' : `Pay ${money(unitAmount(choice.tier, choice.interval) * choice.quantity, 'eur')}`;
-  const noCard =
-    s.trialDays > 0 && s.paymentMethodCollection === 'if_required'
-      ? `<form method="post" action="${action}/start-trial">${chosen}
-<button type="submit" class="plain">Start trial without a card</button>
-<p class="note">Without a card the subscription is canceled when the trial ends.</p>
-</form>`
-      : '';
   const intervals = (['month', 'year'] as const)
-    .map((i) => `<label><input type="radio" name="interval" value="${i}"${i === choice.interval ? ' checked' : ''}> ${esc(priceText(s.tier, i, tier.perSeat))}</label>`)
+    .map(
+      (i) =>
+        `<label><input type="radio" name="interval" value="${i}" data-unit-amount="${unitAmount(s.tier, i)}"${i === choice.interval ? ' checked' : ''}> ${esc(priceText(s.tier, i, tier.perSeat))}</label>`,
+    )
     .join('\n');
   const seats = tier.perSeat
-    ? `<p><label for="seats">Seats</label><input id="seats" name="seats" type="number" min="1" max="${tier.maxSeats}" value="${esc(choice.quantity)}" required></p>`
+    ? `<p><label for="seats">Seats</label> <input id="seats" name="seats" type="number" inputmode="numeric" min="1" max="${tier.maxSeats}" value="${esc(choice.quantity)}" required></p>\n`
+    : '';
+  const totalLine = trial
+    ? `${esc(s.trialDays)} days free, until ${esc(formatDate(trialEndOf(nowSeconds(), s.trialDays)))}; then <output id="total" aria-live="polite">${esc(total)}</output>`
+    : `Total: <output id="total" aria-live="polite">${esc(total)}</output>`;
+  const pay = trial ? 'Add card and start trial' : `Pay ${money(periodAmount(choice))}`;
+  const noCard =
+    trial && s.paymentMethodCollection === 'if_required'
+      ? `\n<button type="submit" class="plain" formaction="${action}/start-trial">Start trial without a card</button>`
+      : '';
+  const recheckNote = recheck
+    ? `<div class="error" role="alert"><p>Nothing was charged: the total for your choice is ${esc(total)}. Check it, then press ${esc(pay)}.</p></div>\n`
     : '';
   return layout(
     `Subscribe to ${s.tier}`,
     `<h1>Subscribe to ${esc(s.tier)}</h1>
-<dl>
-<dt>Plan</dt><dd>${esc(planLabel(choice))}</dd>
-<dt>Price</dt><dd>${esc(total)}</dd>
-${s.trialDays > 0 ? `<dt>Trial</dt><dd>${esc(s.trialDays)} days free, until ${esc(trialEnd)}; then ${esc(total)}</dd>\n` : ''}<dt>Session</dt><dd><code>${esc(s.id)}</code></dd>
-</dl>
-<p>${s.trialDays > 0 ? 'Starting the trial' : 'Paying here'} completes the checkout and sends the signed <code>customer.subscription.created</code> and
-<code>invoice.payment_succeeded</code> events to this service's webhook endpoint.</p>
-<form method="post" action="${action}/pay" class="actions">${chosen}
-<button type="submit">${esc(pay)}</button>
-<a href="${esc(s.cancelUrl)}">Cancel and return</a>
-</form>
-${noCard}<form method="get" action="${action}">
+${recheckNote}<form method="post" action="${action}/pay" data-checkout data-currency="${SANDBOX_CURRENCY.toUpperCase()}" data-per-seat="${tier.perSeat}" data-trial="${trial}">
 <fieldset><legend>Billing interval</legend>
 ${intervals}
 </fieldset>
-${seats}<button type="submit" class="plain">Update total</button>
-</form>`,
+${seats}<p class="total">${totalLine}</p>
+<input type="hidden" name="total" value="${periodAmount(choice)}">
+<div class="actions">
+<button type="submit" data-pay>${esc(pay)}</button>${noCard}
+<a href="${esc(s.cancelUrl)}">Cancel and return</a>
+</div>
+${noCard ? '<p class="note">Without a card the subscription is canceled when the trial ends.</p>\n' : ''}</form>
+<p class="note">${trial ? 'Starting the trial' : 'Paying here'} completes the checkout and sends the signed <code>customer.subscription.created</code> and
+<code>invoice.payment_succeeded</code> events to this service's webhook endpoint. Session <code>${esc(s.id)}</code>.</p>`,
+    CHECKOUT_SCRIPT,
   );
 }
 
@@ -97,7 +108,7 @@ export function deliveryFailedPage(retryAction: string, error: string): string {
 
 export function invoicePage(i: SandboxInvoice, usage: MeterTotal[] = []): string {
   const lines = i.lines
-    .map((line) => `<tr><td>${esc(line.description)}<br><span class="note">${esc(day(line.periodStart))} to ${esc(day(line.periodEnd))}</span></td><td>${esc(money(line.amount, i.currency))}</td></tr>`)
+    .map((line) => `<tr><td>${esc(line.description)}<br><span class="note">${esc(formatDate(line.periodStart))} to ${esc(formatDate(line.periodEnd))}</span></td><td>${esc(formatMoney(line.amount, i.currency))}</td></tr>`)
     .join('\n');
   return layout(
     `Invoice ${i.id}`,
@@ -105,9 +116,9 @@ export function invoicePage(i: SandboxInvoice, usage: MeterTotal[] = []): string
 <dl>
 <dt>Status</dt><dd>paid</dd>
 <dt>Plan</dt><dd>${esc(i.tier)}</dd>
-<dt>Amount</dt><dd>${esc(money(i.amountPaid, i.currency))}</dd>
-<dt>Period</dt><dd>${esc(day(i.periodStart))} to ${esc(day(i.periodEnd))}</dd>
-<dt>Paid on</dt><dd>${esc(day(i.paidAt))}</dd>
+<dt>Amount</dt><dd>${esc(formatMoney(i.amountPaid, i.currency))}</dd>
+<dt>Period</dt><dd>${esc(formatDate(i.periodStart))} to ${esc(formatDate(i.periodEnd))}</dd>
+<dt>Paid on</dt><dd>${esc(formatDate(i.paidAt))}</dd>
 </dl>
 <table><caption>Lines</caption>
 ${lines}
@@ -116,7 +127,7 @@ ${lines}
 ${
   usage.length
     ? `<table><caption>Meter events</caption><tr><th>Meter event</th><th>Total</th><th>Events</th></tr>
-${usage.map((u) => `<tr><td>${esc(u.eventName)}</td><td>${u.total}</td><td>${u.events}</td></tr>`).join('\n')}
+${usage.map((u) => `<tr><td>${esc(u.eventName)}</td><td>${esc(formatNumber(u.total))}</td><td>${esc(formatNumber(u.events))}</td></tr>`).join('\n')}
 </table>`
     : '<p>No meter events were reported for this period.</p>'
 }`,

@@ -95,14 +95,18 @@ export class SandboxSubscriptions {
 
   /**
    * An update that holds now, prorated at `prorationDate` (real time, as for `preview`): the proration is invoiced
-   * and paid at once. A
-   * schedule the subscription has keeps its next phase (as the provider does), which still holds at the period's end.
+   * and paid at once. A schedule the subscription has keeps its next phase (as the provider does), which still holds
+   * at the period's end. `amountDue`: what the portal showed; when the charge is not that (the subscription changed
+   * since), nothing changes (an error with param `amount_due`).
    */
-  changeNow(sourceId: string, id: string, plan: SandboxPlan, opts: { prorationDate?: number; customerId?: string } = {}) {
+  changeNow(sourceId: string, id: string, plan: SandboxPlan, opts: { prorationDate?: number; customerId?: string; amountDue?: number } = {}) {
     return this.change(sourceId, id, opts.customerId, async (c) => {
       requireLive(c.sub);
       const at = prorationDateOf(c.sub, opts.prorationDate === undefined ? c.now : opts.prorationDate + c.offset);
       const charge = changeNowCharge(c.sub, plan, at);
+      if (opts.amountDue !== undefined && charge.amountDue !== opts.amountDue) {
+        throw new PaymentProviderError('rejected', 'The amount due is no longer the one shown.', 'amount_due');
+      }
       const before = { ...c.sub };
       Object.assign(c.sub, plan, { periodStart: charge.periodStart, periodEnd: charge.periodEnd });
       await this.updated(c, before);

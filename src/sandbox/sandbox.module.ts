@@ -1,6 +1,8 @@
 import { Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { SandboxController } from './sandbox.controller';
+import { SandboxHttp } from './sandbox-http';
+import { SandboxPortalController } from './sandbox-portal.controller';
 import { SandboxDelivery } from './sandbox-delivery';
 import { SandboxPaymentProvider } from './sandbox-payment-provider';
 import { SandboxRepository } from './sandbox.repository';
@@ -14,8 +16,8 @@ import { SandboxUrls } from './sandbox-urls';
  * its pages answer 404 otherwise.
  */
 @Module({
-  controllers: [SandboxController],
-  providers: [SandboxRepository, SandboxStore, SandboxSubscriptions, SandboxUrls, SandboxDelivery, SandboxPaymentProvider],
+  controllers: [SandboxController, SandboxPortalController],
+  providers: [SandboxHttp, SandboxRepository, SandboxStore, SandboxSubscriptions, SandboxUrls, SandboxDelivery, SandboxPaymentProvider],
   exports: [SandboxPaymentProvider, SandboxSubscriptions, SandboxStore, SandboxDelivery],
 })
 export class SandboxModule implements OnApplicationBootstrap {

@@ -5,6 +5,7 @@ import { transaction } from '../database/transaction';
 import { EVENT_TYPES, ProviderEvent } from '../provider/provider-event';
 import {
   addInterval,
+  trialEndOf,
   eventEnvelope,
   invoiceObject,
   nowSeconds,
@@ -93,7 +94,7 @@ export class SandboxStore {
       const customerId = session.customerId ?? randomId('cus_', 14);
       await this.sandbox.ensureCustomer(m, { id: customerId, created: now });
       const plan: SandboxPlan = { tier: session.tier, interval: choice.interval, quantity: choice.quantity };
-      const periodEnd = trial ? now + session.trialDays * DAY_S : addInterval(now, plan.interval);
+      const periodEnd = trial ? trialEndOf(now, session.trialDays) : addInterval(now, plan.interval);
       const sub: SubscriptionState = {
         id: randomId('sub_'),
         customerId,

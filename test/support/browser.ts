@@ -1,7 +1,7 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { Browser, chromium } from 'playwright-core';
+import { Browser, chromium, Page } from 'playwright-core';
 
 const INSTALL_HINT =
   'install one with `sudo apt-get install chromium` (Debian, Ubuntu) or `npx playwright-core install chromium`, ' +
@@ -48,4 +48,17 @@ export async function launchChromium(): Promise<Browser | undefined> {
 
 export function isCi(env: NodeJS.ProcessEnv = process.env): boolean {
   return !!env.CI && !/^(0|false)$/i.test(env.CI);
+}
+
+let axeSource: string | undefined;
+
+/** axe-core's serious and critical violations on the page as it is, one line each. */
+export async function axeViolations(page: Page): Promise<string[]> {
+  axeSource ??= readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+  // Through the DevTools protocol, which the page's CSP does not govern (a script tag would be refused).
+  await page.evaluate(axeSource);
+  const results = await page.evaluate(async () => (globalThis as any).axe.run({ resultTypes: ['violations'] }));
+  return (results.violations as { id: string; impact: string; nodes: { target: string[] }[] }[])
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
