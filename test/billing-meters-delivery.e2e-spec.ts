@@ -232,7 +232,7 @@ describe('provider meters: the sandbox', () => {
     const history = await t.http().get('/api/billing/history').set(owner.auth).query({ organisation_id: org }).expect(200);
     const page = await t.http().get(new URL(history.body.data[0].hosted_invoice_url).pathname).expect(200);
     expect(page.text).toContain('<h2>Metered usage in this period</h2>');
-    expect(page.text).toContain(`<tr><td>tokens_used</td><td>1234</td><td>${kept.n}</td></tr>`);
+    expect(page.text).toContain(`<tr><td>tokens_used</td><td>1,234</td><td>${kept.n}</td></tr>`);
   });
 });
 
