@@ -165,8 +165,8 @@ export class IdentityRepository {
     return row;
   }
 
-  async memberCount(organisationId: string): Promise<number> {
-    return this.db.getRepository(Membership).countBy({ organisationId });
+  async memberCount(organisationId: string, m: EntityManager = this.db.manager): Promise<number> {
+    return m.getRepository(Membership).countBy({ organisationId });
   }
 
   async upsertMembership(m: EntityManager, organisationId: string, userId: string, role: Role): Promise<void> {

@@ -6,7 +6,7 @@ import { AuthUser } from '../common/current-user.decorator';
 import { transaction } from '../database/transaction';
 import { MembershipRecord, OrganisationRecord, UserRecord } from './admin.dto';
 import { CustomerLink, IdentityRepository, OrganisationRow, OrganisationsForEvent, UserRow } from './identity.repository';
-import { MemberLimitPolicy } from './member-limit.port';
+import { MemberLimit, MemberLimitPolicy } from './member-limit.port';
 import { Role } from './membership.entity';
 
 /** A UUID's text form (any case): only such an id can name an organisation. */
@@ -101,7 +101,7 @@ export class IdentityService {
       if (!(await this.identity.userExists(userId, m))) throw new AppException('user_not_found', `No user with id ${userId}.`);
       const { members, current, owners } = await this.identity.membershipCounts(m, organisationId, userId);
       if (!current) {
-        const { limit, tier, isActive } = await this.memberLimits.memberLimit(m, organisationId);
+        const { limit, tier, isActive, pending } = await this.memberLimits.memberLimit(m, organisationId);
         if (members >= limit) {
           throw new AppException(
             'limit_exceeded',
@@ -109,6 +109,7 @@ export class IdentityService {
               `(tier ${tier}${isActive ? '' : ', not active: free limits apply'}).`,
           );
         }
+        if (pending && members >= pending.limit) throw pendingChangeLimit(organisationId, members, pending);
       }
       if (current === 'owner' && role !== 'owner' && owners === 1) throw lastOwner(organisationId);
       await this.identity.upsertMembership(m, organisationId, userId, role);
@@ -156,6 +157,15 @@ export class IdentityService {
   /** The organisation's members (a per-seat plan may not sell fewer seats, spec §11.3, 11.4). */
   memberCount(organisationId: string): Promise<number> {
     return this.identity.memberCount(organisationId);
+  }
+
+  /**
+   * The organisation's members, counted under the lock addMember takes, in the caller's transaction `m`: no
+   * member is added until it ends, so what the caller writes there (a limit) holds for the next addition.
+   */
+  async lockedMemberCount(m: EntityManager, organisationId: string): Promise<number> {
+    await this.lockOrganisation(m, organisationId);
+    return this.identity.memberCount(organisationId, m);
   }
 
   customerOf(organisationId: string): Promise<string | null> {
@@ -218,4 +228,17 @@ export class IdentityService {
   private async lockOrganisation(m: EntityManager, organisationId: string): Promise<void> {
     if (!(await this.identity.lockOrganisation(m, organisationId))) throw organisationNotFound(organisationId);
   }
+}
+
+function pendingChangeLimit(organisationId: string, members: number, pending: NonNullable<MemberLimit['pending']>): AppException {
+  const change = pending.change;
+  const what = change
+    ? `The subscription's change pending at the payment provider (to ${change.tier}${change.seats === null ? '' : ` with ${change.seats} seats`}, ` +
+      `from ${new Date(change.effectiveAt * 1000).toISOString().slice(0, 10)})`
+    : 'The change of the subscription being made at the payment provider';
+  return new AppException(
+    'pending_change_limit',
+    `${what} allows ${pending.limit} users; organisation ${organisationId} has ${members}. ` +
+      'Release the pending change (DELETE /api/billing/subscription/pending-change) or change to more seats first.',
+  );
 }

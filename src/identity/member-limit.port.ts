@@ -5,6 +5,11 @@ export interface MemberLimit {
   limit: number;
   tier: string;
   isActive: boolean;
+  /**
+   * A change of the subscription pending at the provider (or being made) that will lower the users limit at
+   * the period's end: additions beyond its `limit` are refused too.
+   */
+  pending: { limit: number; change: { tier: string; seats: number | null; effectiveAt: number } | null } | null;
 }
 
 /**

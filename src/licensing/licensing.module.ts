@@ -11,6 +11,7 @@ import { UsageRepository } from './usage.repository';
 import { UsageBatchService } from './usage-batch.service';
 import { UsageService } from './usage.service';
 import { NotificationsModule } from '../notifications/notifications.module';
+import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { EntitlementSigningKeys } from './signing-keys';
 import { EntitlementTokenController } from './entitlement-token.controller';
 import { EntitlementTokenService } from './entitlement-token.service';
@@ -24,7 +25,7 @@ import { WellKnownController } from './well-known.controller';
  * limit enforcement (tiers come from AppConfig).
  */
 @Module({
-  imports: [NotificationsModule],
+  imports: [NotificationsModule, SubscriptionsModule],
   controllers: [LicensingController, ExplainController, OverridesController, EntitlementTokenController, WellKnownController],
   providers: [
     LicensingRepository,

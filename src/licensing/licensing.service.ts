@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { AppException, notAMember, unauthenticated } from '../common/app-exception';
+import { PendingUsersLimits } from '../subscriptions/pending-users-limit';
 import { AppConfig } from '../config/app-config';
 import type { QueryCaller } from '../common/route-auth.decorators';
 import { Metric, tableMetrics } from '../config/tiers';
@@ -32,6 +33,7 @@ export class LicensingService implements MemberLimitPolicy {
   constructor(
     private readonly licenses: LicensingRepository,
     private readonly usage: UsageRepository,
+    private readonly pendingLimits: PendingUsersLimits,
     config: AppConfig,
   ) {
     this.metrics = tableMetrics(config.tiers);
@@ -74,10 +76,11 @@ export class LicensingService implements MemberLimitPolicy {
     };
   }
 
-  /** MemberLimitPolicy: identity asks this before it adds a member. */
+  /** MemberLimitPolicy: identity asks this before it adds a member, under its lock (in `manager`). */
   async memberLimit(manager: EntityManager, organisationId: string): Promise<MemberLimit> {
     const { license, usage } = await this.status(organisationId, null, manager);
-    return { limit: usage.users.limit, tier: license.tier, isActive: license.is_active };
+    const pending = await this.pendingLimits.of(manager, organisationId);
+    return { limit: usage.users.limit, tier: license.tier, isActive: license.is_active, pending };
   }
 
   /** Would a report of `amount` more of `metric` be accepted now (it fits, or the metric is billed past its limit)? */

@@ -19,4 +19,11 @@ export class SubscriptionChangeClaim {
 
   @Column('timestamptz', { name: 'claimed_at' })
   claimedAt: Date;
+
+  /**
+   * The users limit the change under way would put in force, when lower than today's (a downgrade): member
+   * additions are held to it from before the provider is asked until the change is recorded (spec §11.4).
+   */
+  @Column('integer', { name: 'users_cap', nullable: true })
+  usersCap: number | null;
 }

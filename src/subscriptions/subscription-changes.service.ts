@@ -5,6 +5,7 @@ import { AuditActor, AuditService } from '../audit/audit.service';
 import { AppException } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig } from '../config/app-config';
+import { TierTable } from '../config/tiers';
 import { transaction } from '../database/transaction';
 import { IdentityService } from '../identity/identity.service';
 import { CallerLimits } from '../provider/caller-limits';
@@ -12,9 +13,9 @@ import { PaymentProvider } from '../provider/payment-provider.port';
 import { PriceCatalog } from '../provider/price-catalog';
 import { idOf } from '../provider/provider-event';
 import { changeFailure } from '../provider/provider-failure';
-import { SubscriptionClaims } from './subscription-claims';
+import { Claim, SubscriptionClaims } from './subscription-claims';
 import { ChangeSubscriptionDto, PreviewChangeDto, PreviewResponse, SubscriptionResponse, SubscriptionView, subscriptionView } from './subscription.dto';
-import { checkRequest, isUpgrade, Plan, samePlan, targetPlan } from './subscription-plan';
+import { checkRequest, isUpgrade, Plan, samePlan, targetPlan, usersLimit } from './subscription-plan';
 import { LiveSubscription, SubscriptionsService } from './subscriptions.service';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -81,14 +82,15 @@ export class SubscriptionChangesService {
   async change(caller: AuthUser, dto: ChangeSubscriptionDto, by: AuditActor): Promise<SubscriptionResponse> {
     await this.identity.requireMember(caller, dto.organisation_id);
     checkRequest(this.config.tiers, dto);
-    return this.claims.during(dto.organisation_id, async (end) => {
+    return this.claims.during(dto.organisation_id, async (claim) => {
       const planned = await this.planChange(dto);
       const { live } = planned;
       this.callerLimits.take(caller.id);
       const item = { price: planned.priceId, quantity: planned.to.seats };
       const asOf = nowSeconds();
-      const done = (action: string, apply: TransactionStep) => this.record(live, by, action, end, apply);
+      const done = (action: string, apply: TransactionStep) => this.record(live, by, action, claim, apply);
       if (!planned.upgrade) {
+        await this.capMembers(live.organisationId, planned.to, claim);
         const schedule = await this.atProvider(() => this.provider.scheduleItemChange(live.id, { scheduleId: live.scheduleId, next: item }));
         return done('subscription.changed', (m) => this.subscriptions.applyScheduleAnswer(m, schedule, asOf));
       }
@@ -119,26 +121,26 @@ export class SubscriptionChangesService {
   /** Releases the schedule that holds a change for the period's end: the subscription stays as it is. */
   async releasePendingChange(caller: AuthUser, organisationId: string, by: AuditActor): Promise<void> {
     await this.identity.requireMember(caller, organisationId);
-    await this.claims.during(organisationId, async (end) => {
+    await this.claims.during(organisationId, async (claim) => {
       const live = await this.requireLive(organisationId);
       if (!live.scheduleId) throw new AppException('no_pending_change', 'The subscription has no change scheduled for the end of its period.');
       this.callerLimits.take(caller.id);
       const released = await this.atProvider(() => this.provider.releaseSchedule(live.scheduleId!));
       const asOf = nowSeconds();
-      await this.record(live, by, 'subscription.pending_change_released', end, (m) => this.subscriptions.applyScheduleAnswer(m, released, asOf));
+      await this.record(live, by, 'subscription.pending_change_released', claim, (m) => this.subscriptions.applyScheduleAnswer(m, released, asOf));
     });
   }
 
   private async setCancel(caller: AuthUser, organisationId: string, by: AuditActor, cancel: boolean): Promise<SubscriptionResponse> {
     await this.identity.requireMember(caller, organisationId);
-    return this.claims.during(organisationId, async (end) => {
+    return this.claims.during(organisationId, async (claim) => {
       const live = await this.requireLive(organisationId);
       if (live.cancelAtPeriodEnd === cancel) {
         throw new AppException('no_change', cancel ? 'The subscription already ends with its period.' : 'The subscription is not set to end with its period.');
       }
       this.callerLimits.take(caller.id);
       const asOf = nowSeconds();
-      const done = (action: string, apply: TransactionStep) => this.record(live, by, action, end, apply);
+      const done = (action: string, apply: TransactionStep) => this.record(live, by, action, claim, apply);
       // The provider leaves a scheduled subscription's cancellation to its schedule: a cancellation replaces the
       // change the schedule holds (a resumed subscription has none: the cancellation released it).
       return this.afterRelease(live, asOf, done, async (applyRelease) => {
@@ -175,7 +177,8 @@ export class SubscriptionChangesService {
 
   /**
    * The change a request asks for, from the organisation's live subscription: 404 without one; 400 for a tier,
-   * interval or seat count it cannot have, or the plan it has already; 409 for fewer seats than members.
+   * interval or seat count it cannot have, or the plan it has already; 409 for fewer seats (or a tier with a
+   * lower users limit) than members.
    * The request's own mistakes were answered before (checkRequest).
    */
   private async planChange(dto: PreviewChangeDto): Promise<PlannedChange> {
@@ -190,10 +193,20 @@ export class SubscriptionChangesService {
     const price = this.catalog.priceFor(to.tier, to.interval);
     if (!price) throw new AppException('price_not_found', `The tier ${to.tier} has no ${to.interval}ly price.`);
     if (samePlan(from, to)) throw new AppException('no_change', 'The subscription already has this plan.');
-    if (tiers[to.tier].perSeat && to.seats < members) {
-      throw new AppException('seats_below_members', `The organisation has ${members} members: it needs at least ${members} seats.`);
-    }
+    checkMembers(tiers, to, members);
     return { live, from, to, upgrade: isUpgrade(tiers, from, to), priceId: price.id };
+  }
+
+  /**
+   * A downgrade is refused at no period's end (spec §11.4): from before the provider is asked, member additions
+   * are held to the users limit it puts in force, counted under the lock additions take (the claim's cap, then
+   * the pending change it records), so no addition slips in between the count and the change.
+   */
+  private async capMembers(organisationId: string, to: Plan, claim: Claim): Promise<void> {
+    await transaction(this.db, async (m) => {
+      checkMembers(this.config.tiers, to, await this.identity.lockedMemberCount(m, organisationId));
+      await claim.cap(m, usersLimit(this.config.tiers, to));
+    });
   }
 
   private async requireLive(organisationId: string): Promise<LiveSubscription> {
@@ -224,7 +237,7 @@ export class SubscriptionChangesService {
    * audits it with the subscription before and after, and ends the claim (`end`), in one transaction; answers
    * the subscription as it is now.
    */
-  private async record(live: LiveSubscription, by: AuditActor, action: string, end: TransactionStep, apply: TransactionStep): Promise<SubscriptionResponse> {
+  private async record(live: LiveSubscription, by: AuditActor, action: string, claim: Claim, apply: TransactionStep): Promise<SubscriptionResponse> {
     const { organisationId } = live;
     return transaction(this.db, async (m) => {
       await this.subscriptions.lock(m, [live.customerId ?? undefined, live.id]);
@@ -232,7 +245,7 @@ export class SubscriptionChangesService {
       await apply(m);
       const after = await this.view(m, organisationId);
       await this.audit.record(m, by, { action, organisationId, before: { subscription: before }, after: { subscription: after } });
-      await end(m);
+      await claim.end(m);
       return { subscription: after };
     });
   }
@@ -241,4 +254,12 @@ export class SubscriptionChangesService {
     const live = await this.subscriptions.liveOf(m, organisationId);
     return live ? subscriptionView(live) : null;
   }
+}
+
+/** 409 when the plan's users limit (its seats, or its tier's own) leaves members without a place. */
+function checkMembers(tiers: TierTable, to: Plan, members: number): void {
+  const limit = usersLimit(tiers, to);
+  if (members <= limit) return;
+  const plan = tiers[to.tier].perSeat ? `${to.seats} seats` : `the tier ${to.tier}, which allows ${limit} users`;
+  throw new AppException('seats_below_members', `The organisation has ${members} members, more than ${plan}: remove members first.`);
 }

@@ -17,6 +17,10 @@ const CLAIM_SQL = `
     WHERE c.claimed_at < now() - interval '${LEASE}'
   RETURNING c.claim`;
 
+const USERS_CAP_SQL = `
+  SELECT users_cap AS "usersCap" FROM subscription_change_claims
+   WHERE organisation_id = $1 AND claimed_at >= now() - interval '${LEASE}'`;
+
 /** Every query of subscription_change_claims (see subscription-change-claim.entity.ts). */
 @Injectable()
 export class SubscriptionClaimsRepository {
@@ -26,6 +30,17 @@ export class SubscriptionClaimsRepository {
   async claim(organisationId: string, claim: string): Promise<boolean> {
     const rows = await preparedQuery<{ claim: string }>(this.db, CLAIM_SQL, [organisationId, claim]);
     return rows.length === 1;
+  }
+
+  /** Records the users limit the claimed change would put in force (see SubscriptionChangeClaim.usersCap). */
+  async cap(m: EntityManager, organisationId: string, claim: string, usersCap: number): Promise<void> {
+    await m.getRepository(SubscriptionChangeClaim).update({ organisationId, claim }, { usersCap });
+  }
+
+  /** The users cap of the organisation's live claim, if it has one (a claim past its lease caps nothing). */
+  async usersCap(m: EntityManager, organisationId: string): Promise<number | null> {
+    const [row] = await preparedQuery<{ usersCap: number | null }>(m, USERS_CAP_SQL, [organisationId]);
+    return row?.usersCap ?? null;
   }
 
   /** Ends the claim; in the change's transaction (`m`) when there is one, so the next change sees its result. */

@@ -10,6 +10,14 @@ import { SubscriptionClaimsRepository } from './subscription-claims.repository';
 const CLAIM_ATTEMPTS = 50;
 const CLAIM_RETRY_MS = 200;
 
+/** The claim a change holds (SubscriptionClaims.during). */
+export interface Claim {
+  /** Ends the claim in the transaction that records the change, so the claim and the change commit together. */
+  end(m: EntityManager): Promise<void>;
+  /** Holds member additions to `usersCap` while the claim lasts (a downgrade that lowers the users limit). */
+  cap(m: EntityManager, usersCap: number): Promise<void>;
+}
+
 /**
  * One change of an organisation's subscription at a time, across instances, without holding a database
  * connection while the provider is asked (subscription-change-claim.entity.ts): a second change waits for the
@@ -23,11 +31,10 @@ export class SubscriptionClaims {
   ) {}
 
   /**
-   * Runs `work` holding the organisation's claim. `end(m)` ends it in the transaction that applies the change,
-   * so the claim and the change commit together; it is ended again afterwards in any case (a `work` that failed,
-   * or whose transaction rolled back).
+   * Runs `work` holding the organisation's claim. `claim.end(m)` ends it in the transaction that applies the
+   * change; it is ended again afterwards in any case (a `work` that failed, or whose transaction rolled back).
    */
-  async during<T>(organisationId: string, work: (end: (m: EntityManager) => Promise<void>) => Promise<T>): Promise<T> {
+  async during<T>(organisationId: string, work: (claim: Claim) => Promise<T>): Promise<T> {
     const claim = randomUUID();
     for (let attempt = 1; !(await this.repository.claim(organisationId, claim)); attempt++) {
       if (attempt >= CLAIM_ATTEMPTS) {
@@ -36,7 +43,10 @@ export class SubscriptionClaims {
       await sleep(CLAIM_RETRY_MS);
     }
     try {
-      return await work((m) => this.repository.release(m, organisationId, claim));
+      return await work({
+        end: (m) => this.repository.release(m, organisationId, claim),
+        cap: (m, usersCap) => this.repository.cap(m, organisationId, claim, usersCap),
+      });
     } finally {
       await this.repository.release(this.db.manager, organisationId, claim);
     }

@@ -59,4 +59,10 @@ export function isUpgrade(tiers: TierTable, from: Plan, to: Plan): boolean {
   return order.indexOf(to.tier) > order.indexOf(from.tier) || seatsUp || (INTERVAL_DAYS[to.interval] ?? 0) > (INTERVAL_DAYS[from.interval] ?? 0);
 }
 
+/** The users limit a plan puts in force: its seats, at most the tier's `max`, for a per-seat tier; else the tier's own. */
+export function usersLimit(tiers: TierTable, plan: Pick<Plan, 'tier' | 'seats'>): number {
+  const max = tiers[plan.tier].metrics.users.limit;
+  return tiers[plan.tier].perSeat ? Math.min(plan.seats, max) : max;
+}
+
 export const samePlan = (a: Plan, b: Plan) => a.tier === b.tier && a.interval === b.interval && a.seats === b.seats;

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { PendingUsersLimits } from './pending-users-limit';
 import { SubscriptionClaims } from './subscription-claims';
 import { SubscriptionClaimsRepository } from './subscription-claims.repository';
 import { SubscriptionChangesService } from './subscription-changes.service';
@@ -16,7 +17,14 @@ import { SubscriptionsService } from './subscriptions.service';
  */
 @Module({
   controllers: [SubscriptionController],
-  providers: [SubscriptionsRepository, SubscriptionsService, SubscriptionChangesService, SubscriptionClaims, SubscriptionClaimsRepository],
-  exports: [SubscriptionsService],
+  providers: [
+    SubscriptionsRepository,
+    SubscriptionsService,
+    SubscriptionChangesService,
+    SubscriptionClaims,
+    SubscriptionClaimsRepository,
+    PendingUsersLimits,
+  ],
+  exports: [SubscriptionsService, PendingUsersLimits],
 })
 export class SubscriptionsModule {}

@@ -13,4 +13,5 @@ import '../billing-return-pages.e2e-spec';
 import '../billing-plans.e2e-spec';
 import '../billing-subscription.e2e-spec';
 import '../billing-subscription-concurrency.e2e-spec';
+import '../billing-subscription-members.e2e-spec';
 import '../billing-subscription-sandbox.e2e-spec';
