@@ -11,7 +11,9 @@ import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
 import { RouteAuthGuard } from './identity/auth.guard';
 import { IdentityModule } from './identity/identity.module';
+import { MemberLimitPolicy } from './identity/member-limit.port';
 import { LicensingModule } from './licensing/licensing.module';
+import { LicensingService } from './licensing/licensing.service';
 import { NotificationsModule } from './notifications/notifications.module';
 import { NotificationsService } from './notifications/notifications.service';
 import { OpsModule } from './ops/ops.module';
@@ -24,13 +26,17 @@ import { WebhookModule } from './webhook/webhook.module';
 
 /**
  * The ports a lower module owns, each bound here to the upper module that implements it, so that no module
- * imports one above it (docs/architecture.md, "Layers"): what may move a license tells notifications.
+ * imports one above it (docs/architecture.md, "Layers"): identity asks licensing for the users limit in force,
+ * and what may move a license tells notifications.
  */
 @Global()
 @Module({
-  imports: [NotificationsModule],
-  providers: [{ provide: LicenseChanges, useExisting: NotificationsService }],
-  exports: [LicenseChanges],
+  imports: [LicensingModule, NotificationsModule],
+  providers: [
+    { provide: MemberLimitPolicy, useExisting: LicensingService },
+    { provide: LicenseChanges, useExisting: NotificationsService },
+  ],
+  exports: [MemberLimitPolicy, LicenseChanges],
 })
 class PortBindings {}
 

@@ -55,7 +55,7 @@ export interface QueryVerifiedSession {
   /**
    * For a session token, the guard only checks that one is present (401 otherwise) and hands its SHA-256
    * to `@QueryVerifiedCaller()`, without looking it up. The route's own statement must match it with
-   * `liveSession()` and answer 401 when no live session matches: authenticating and answering then take one
+   * `identity.access` (or `identity.live_session`) and answer 401 when no live session matches: authenticating and answering then take one
    * database round trip instead of two (the status read, the web app's hottest call). A JWT (when
    * AUTH_JWT_JWKS_URL is set) cannot be checked in SQL: the guard verifies it and hands on its user's id,
    * for which the route checks membership as it would for a session's user.

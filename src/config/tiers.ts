@@ -45,7 +45,7 @@ export const DEFAULT_TIERS_FILE = {
 
 /**
  * A tier's integer limits, metric → limit (what the license SQL and the plan list read). A per-seat tier's
- * `users` is its `max`; the limit in force is the subscription's seats, at most that (licensing.repository.ts).
+ * `users` is its `max`; the limit in force is the subscription's seats, at most that (licensing.license_state).
  */
 export function limitsOf(plan: TierPlan): Record<string, number> {
   return Object.fromEntries(Object.entries(plan.metrics).map(([metric, rule]) => [metric, rule.limit]));
@@ -54,6 +54,30 @@ export function limitsOf(plan: TierPlan): Record<string, number> {
 /** What a report past each limit of a tier does, metric → overage. */
 export function overagesOf(plan: TierPlan): Record<string, Overage> {
   return Object.fromEntries(Object.entries(plan.metrics).map(([metric, rule]) => [metric, rule.overage]));
+}
+
+// The tier table as the license's argument, serialised once per table rather than per request.
+const tiersJson = new WeakMap<TierTable, string>();
+
+/**
+ * The license's arguments besides the organisation (`licensing.license_state(org, tiers, grace_s)`, see
+ * src/licensing/license-state.ts): the tier table as PostgreSQL reads it (jsonb: tier → `{rank, per_seat,
+ * limits, overage, features}`, read by `licensing.tier_plan` only) and the grace period in seconds.
+ */
+export function licenseArguments(config: { tiers: TierTable; gracePeriodDays: number }): { tiers: string; graceS: number } {
+  let tiers = tiersJson.get(config.tiers);
+  if (tiers === undefined) {
+    tiers = JSON.stringify(
+      Object.fromEntries(
+        Object.entries(config.tiers).map(([tier, plan], rank) => [
+          tier,
+          { rank, per_seat: plan.perSeat, limits: limitsOf(plan), overage: overagesOf(plan), features: plan.features },
+        ]),
+      ),
+    );
+    tiersJson.set(config.tiers, tiers);
+  }
+  return { tiers, graceS: config.gracePeriodDays * 86_400 };
 }
 
 /**

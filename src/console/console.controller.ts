@@ -4,7 +4,7 @@ import type { Response } from 'express';
 import { AppException } from '../common/app-exception';
 import { ConsoleSession } from '../common/route-auth.decorators';
 import { DELIVERY_STATUSES, DeliveryStatus } from '../notifications/notification-delivery.entity';
-import { LEDGER_STATUSES, LedgerStatus } from '../webhook/webhook-event.entity';
+import { LEDGER_STATUSES, LedgerStatus } from '../provider/provider-event';
 import { CONSOLE_COOKIE, ConsoleAuthService } from './console-auth.service';
 import { ConsoleExceptionFilter } from './console-exception.filter';
 import { ConsoleOidcService } from './console-oidc.service';

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import { licenseArguments } from '../config/tiers';
 
 /** The overview's figures, as read. */
 export interface OverviewRows {
@@ -59,7 +61,9 @@ export interface OrganisationDetail {
     currentPeriodEnd: number | null;
     cancelAtPeriodEnd: boolean;
     pendingChange: Record<string, unknown> | null;
-    pastDueSince: number | null;
+    /** While past_due: since when, and until when its grace lasts (subscriptions.of_organisation). */
+    graceSince: number | null;
+    graceEndsAt: number | null;
   }[];
   invoices: { invoiceId: string; amountPaid: number; currency: string; paidAt: number; periodStart: number | null; periodEnd: number | null; hostedInvoiceUrl: string | null }[];
   notifications: { id: string; type: string; version: number; createdAt: Date; status: string; attempts: number; lastError: string | null }[];
@@ -103,18 +107,24 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 @Injectable()
 export class ConsoleRepository {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly config: AppConfig,
+  ) {}
 
   async overview(): Promise<OverviewRows> {
     const [[organisations], byTier, byStatus, eventsPerHour, [notifications]] = await Promise.all([
       this.db.query<{ count: number }[]>(`SELECT count(*)::int AS count FROM organisations`),
-      // An organisation with a live paid subscription, by that subscription's tier (the newest, if several).
-      this.db.query<{ tier: string; count: number }[]>(`
-        SELECT tier, count(*)::int AS count FROM (
-          SELECT DISTINCT ON (organisation_id) organisation_id, tier FROM provider_subscriptions
-          WHERE status IN ('active', 'trialing', 'past_due') AND tier IS NOT NULL
-          ORDER BY organisation_id, last_event_created DESC NULLS LAST) AS paid
-        GROUP BY tier ORDER BY count DESC, tier`),
+      // The organisations whose license is an active paid tier, by that tier: the license's own (licensing.license_state)
+      // of each organisation that has a subscription (an organisation without one is on free).
+      this.db.query<{ tier: string; count: number }[]>(
+        `SELECT l.tier, count(*)::int AS count
+         FROM (SELECT DISTINCT organisation_id FROM provider_subscriptions) AS o
+         CROSS JOIN LATERAL licensing.license_state(o.organisation_id, $1::jsonb, $2::bigint) l
+         WHERE l.is_active AND l.tier <> 'free'
+         GROUP BY l.tier ORDER BY count DESC, l.tier`,
+        [licenseArguments(this.config).tiers, licenseArguments(this.config).graceS],
+      ),
       this.db.query<{ status: string; count: number }[]>(`
         SELECT COALESCE(status, 'unknown') AS status, count(*)::int AS count FROM provider_subscriptions
         GROUP BY 1 ORDER BY count DESC, status`),
@@ -186,11 +196,13 @@ export class ConsoleRepository {
         [id, rows],
       ),
       this.db.query(
-        `SELECT subscription_id AS "subscriptionId", tier, status, seats, interval, trial_end::float8 AS "trialEnd",
-                current_period_start::float8 AS "currentPeriodStart", current_period_end::float8 AS "currentPeriodEnd",
-                cancel_at_period_end AS "cancelAtPeriodEnd", pending_change AS "pendingChange", past_due_since::float8 AS "pastDueSince"
-         FROM provider_subscriptions WHERE organisation_id = $1 ORDER BY updated_at DESC LIMIT $2`,
-        [id, rows],
+        `SELECT p.subscription_id AS "subscriptionId", p.tier, p.status, p.seats, p.interval, p.trial_end::float8 AS "trialEnd",
+                p.current_period_start::float8 AS "currentPeriodStart", p.current_period_end::float8 AS "currentPeriodEnd",
+                p.cancel_at_period_end AS "cancelAtPeriodEnd", p.pending_change AS "pendingChange",
+                g.grace_since::float8 AS "graceSince", g.grace_ends_at::float8 AS "graceEndsAt"
+         FROM provider_subscriptions p JOIN subscriptions.of_organisation($1, $3::bigint) g USING (subscription_id)
+         WHERE p.organisation_id = $1 ORDER BY p.updated_at DESC LIMIT $2`,
+        [id, rows, licenseArguments(this.config).graceS],
       ),
       this.db.query(
         `SELECT invoice_id AS "invoiceId", amount_paid::float8 AS "amountPaid", currency, paid_at::float8 AS "paidAt",

@@ -13,7 +13,7 @@ import { NotificationOutbox } from '../notifications/notification-outbox.service
 import { DeliveryStatus } from '../notifications/notification-delivery.entity';
 import { EventDispatcher } from '../webhook/event-dispatcher';
 import { ProviderSyncSchedule } from '../webhook/provider-sync.schedule';
-import { LedgerStatus } from '../webhook/webhook-event.entity';
+import { LedgerStatus } from '../provider/provider-event';
 import type { Operator } from './console-auth.service';
 import type { Flash } from './console-views';
 import { ConsoleRepository, EventFilter, EventRow, OverviewRows } from './console.repository';

@@ -295,7 +295,7 @@ const organisation = String.raw`<% layout('@layout') %>
 <tr>
   <td><code><%= sub.subscriptionId %></code></td>
   <td><%= sub.tier || '—' %><%= sub.interval ? ' (' + sub.interval + ')' : '' %></td>
-  <td><span class="badge badge-<%= sub.status %>"><%= sub.status || 'unknown' %></span><%= sub.cancelAtPeriodEnd ? ', cancels at period end' : '' %><%= sub.pastDueSince ? ', past due since ' + it.h.when(sub.pastDueSince) : '' %></td>
+  <td><span class="badge badge-<%= sub.status %>"><%= sub.status || 'unknown' %></span><%= sub.cancelAtPeriodEnd ? ', cancels at period end' : '' %><%= sub.graceSince ? ', past due since ' + it.h.when(sub.graceSince) + ', grace until ' + it.h.when(sub.graceEndsAt) : '' %></td>
   <td class="num"><%= sub.seats ?? '—' %></td>
   <td><%= sub.trialEnd ? it.h.when(sub.trialEnd) : '—' %></td>
   <td><%= it.h.when(sub.currentPeriodStart) %> – <%= it.h.when(sub.currentPeriodEnd) %></td>

@@ -1,6 +1,5 @@
 import { Global, Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
-import { LicensingModule } from '../licensing/licensing.module';
 import { AdminController } from './admin.controller';
 import { IdentityRepository } from './identity.repository';
 import { IdentityService } from './identity.service';
@@ -14,11 +13,12 @@ import { SessionStrategy } from './session.strategy';
 
 /**
  * Organisations, users, memberships and sessions; every business module checks access through it.
- * Licensing tells it the users limit in force (MemberLimitPolicy) before a member is added.
+ * Licensing tells it the users limit in force (MemberLimitPolicy, a port bound by the root module) before a
+ * member is added.
  */
 @Global()
 @Module({
-  imports: [PassportModule, LicensingModule],
+  imports: [PassportModule],
   controllers: [MeController, AdminController],
   providers: [IdentityRepository, IdentityService, ProvisioningService, SessionRepository, SessionService, SessionStrategy, JwtStrategy, ServiceKeys],
   exports: [IdentityService, ProvisioningService, SessionService, SessionStrategy, JwtStrategy, ServiceKeys],

@@ -3,8 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { namedParams, preparedQuery } from '../database/prepared';
-import { licenseStateSql, licenseStateValues } from '../licensing/licensing.repository';
-import { accessSql } from './access.sql';
+import { licenseArguments } from '../config/tiers';
 import { Membership, Role } from './membership.entity';
 import { Organisation } from './organisation.entity';
 import { User } from './user.entity';
@@ -40,7 +39,7 @@ const UPSERT_MEMBERSHIP_SQL = `
 // The caller's own membership row is among the members: no row at all means "not a member".
 const MEMBERS_FOR_SQL = `
   SELECT m.user_id AS "userId", u.email, m.role FROM memberships m JOIN users u ON u.id = m.user_id
-  WHERE m.organisation_id = $1 AND ${accessSql.isMember('$1', '$2')}
+  WHERE m.organisation_id = $1 AND EXISTS (SELECT 1 FROM memberships c WHERE c.organisation_id = $1 AND c.user_id = $2)
   ORDER BY m.created_at, m.user_id`;
 
 /** A provider event's organisation, by the id it names and by its customer: both in one statement. */
@@ -75,8 +74,8 @@ const USER_BY_EXTERNAL_ID_SQL = 'SELECT id, email FROM users WHERE external_id =
 
 /**
  * GET /api/me's statement: the user, whether the cursor is one of their memberships, and the page (one row
- * more than asked, for has_more), each organisation with its tier from licensing's license state, computed
- * per organisation of the page inside this statement. Keyset on (membership created_at, organisation id):
+ * more than asked, for has_more), each organisation with its tier from the license (licensing.license_state,
+ * called by name), computed per organisation of the page inside this statement. Keyset on (membership created_at, organisation id):
  * stable while memberships are added.
  */
 const PROFILE = namedParams('user', 'after', 'limit', 'tiers', 'graceS');
@@ -98,10 +97,7 @@ const PROFILE_SQL = `
                            ORDER BY p.created_at, p.organisation_id)
            FROM page p
            JOIN organisations o ON o.id = p.organisation_id
-           CROSS JOIN LATERAL (
-             WITH ${licenseStateSql({ organisation: 'o.id', tiers: PROFILE.ref.tiers, graceS: PROFILE.ref.graceS })}
-             SELECT tier FROM state
-           ) t
+           CROSS JOIN LATERAL licensing.license_state(o.id, ${PROFILE.ref.tiers}::jsonb, ${PROFILE.ref.graceS}::bigint) t
          ), '[]') AS organisations`;
 
 /** GET /api/me's page: `organisations` has one more than asked when there are more. */
@@ -154,6 +150,15 @@ export class IdentityRepository {
     return user;
   }
 
+  /**
+   * Locks the organisation's row against member changes (which take FOR UPDATE, above) for the rest of `m`,
+   * without blocking rows that merely reference it; false when it does not exist.
+   */
+  async lockAgainstMemberChanges(m: EntityManager, id: string): Promise<boolean> {
+    const org = await m.getRepository(Organisation).findOne({ select: { id: true }, where: { id }, lock: { mode: 'for_no_key_update' } });
+    return org !== null;
+  }
+
   /** Locks the organisation's row for the rest of the transaction `m`; false when it does not exist. */
   async lockOrganisation(m: EntityManager, id: string): Promise<boolean> {
     const org = await m.getRepository(Organisation).findOne({ select: { id: true }, where: { id }, lock: { mode: 'pessimistic_write' } });
@@ -189,8 +194,7 @@ export class IdentityRepository {
 
   /** The user and a page of their organisations after organisation `after` (null: the first page). */
   async profilePage(userId: string, after: string | null, limit: number): Promise<ProfileRow> {
-    // The tier table and grace period, as every statement embedding the license state binds them.
-    const { tiers, graceS } = licenseStateValues(this.config, '' /* the organisations are the page's */);
+    const { tiers, graceS } = licenseArguments(this.config);
     const [row] = await preparedQuery<ProfileRow>(this.db, PROFILE_SQL, PROFILE.values({ user: userId, after, limit, tiers, graceS }));
     return row;
   }

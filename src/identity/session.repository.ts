@@ -6,16 +6,11 @@ import { preparedQuery } from '../database/prepared';
 import { LoginSession } from './login-session.entity';
 
 /**
- * The one definition of a live session, as a condition on `sessions`: the token's hash (the parameter
- * named by `tokenHashParam`) matches, and the session is neither revoked nor expired. Statements that
- * authenticate a caller themselves (the status read, in one round trip) embed it too.
+ * Every request with a session token: prepared. A live session is defined once, by identity.live_session
+ * (migration 1764002000000-ModuleFunctions.ts), which the statements that authenticate a caller themselves
+ * (the status read, in one round trip, through identity.access) call too.
  */
-export const liveSession = (tokenHashParam: string) =>
-  `sessions.token_hash = ${tokenHashParam} AND sessions.revoked_at IS NULL AND sessions.expires_at > now()`;
-
-/** Every request with a session token: prepared. */
-const AUTHENTICATE_SQL = `
-  SELECT u.id, u.email FROM sessions JOIN users u ON u.id = sessions.user_id WHERE ${liveSession('$1')}`;
+const AUTHENTICATE_SQL = `SELECT u.id, u.email FROM identity.live_session($1) s JOIN users u ON u.id = s.user_id`;
 
 /**
  * A new session, and in the same statement up to 100 of the user's sessions that expired or were revoked

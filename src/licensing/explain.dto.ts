@@ -1,6 +1,6 @@
 import { ApiProperty, getSchemaPath } from '@nestjs/swagger';
 import { TIER_SOURCES, TierSource } from '../subscriptions/tier-resolution';
-import { LEDGER_STATUSES, LedgerStatus } from '../webhook/webhook-event.entity';
+import { LEDGER_STATUSES, LedgerStatus } from '../provider/provider-event';
 import { OverrideRecord } from './entitlements.dto';
 import { EXPLAIN_EVENTS } from './explain.repository';
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { notAMember } from '../common/app-exception';
 import { organisationNotFound } from '../identity/identity.service';
 import { TierSource } from '../subscriptions/tier-resolution';
-import { LedgerStatus } from '../webhook/webhook-event.entity';
+import { LedgerStatus } from '../provider/provider-event';
 import { ExplainResponse, ExplainStep } from './explain.dto';
 import { ExplainRepository, ExplainRow } from './explain.repository';
 import { overrideRecord } from './entitlements.service';
@@ -25,7 +25,7 @@ function steps(row: ExplainRow): ExplainStep[] {
   const { chosen, grace } = row;
   const because: ExplainStep[] = row.overrides.map((o) => ({ kind: 'override' as const, ...overrideRecord(o) }));
   if (chosen && grace) {
-    because.push({ kind: 'grace', subscription_id: chosen.id, past_due_since: grace.pastDueSince, ends_at: grace.endsAt, in_grace: grace.inGrace });
+    because.push({ kind: 'grace', subscription_id: chosen.id, past_due_since: grace.since, ends_at: grace.endsAt, in_grace: grace.inGrace });
   }
   if (chosen) {
     because.push({ kind: 'subscription', id: chosen.id, status: chosen.status!, tier: chosen.tier!, tier_source: chosen.tierSource as TierSource | null });

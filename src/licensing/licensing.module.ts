@@ -5,12 +5,10 @@ import { OverridesController } from './overrides.controller';
 import { OverridesRepository } from './overrides.repository';
 import { OverridesService } from './overrides.service';
 import { LicensingService } from './licensing.service';
-import { MemberLimitPolicy } from '../identity/member-limit.port';
 import { LicensingRepository } from './licensing.repository';
 import { UsageRepository } from './usage.repository';
 import { UsageBatchService } from './usage-batch.service';
 import { UsageService } from './usage.service';
-import { NotificationsModule } from '../notifications/notifications.module';
 import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { EntitlementSigningKeys } from './signing-keys';
 import { EntitlementTokenController } from './entitlement-token.controller';
@@ -21,11 +19,13 @@ import { ExplainService } from './explain.service';
 import { WellKnownController } from './well-known.controller';
 
 /**
- * License status (derived from billing's subscriptions, see licensing.repository.ts), usage metering and
- * limit enforcement (tiers come from AppConfig).
+ * The license (licensing.license_state, see license-state.ts: derived from the organisation's subscriptions, its
+ * tier table and its overrides), its reads (status, entitlements, checks, explain, signed tokens), usage
+ * metering and limit enforcement, and the overrides. Tells identity the users limit in force (MemberLimitPolicy,
+ * bound by the root module).
  */
 @Module({
-  imports: [NotificationsModule, SubscriptionsModule],
+  imports: [SubscriptionsModule],
   controllers: [LicensingController, ExplainController, OverridesController, EntitlementTokenController, WellKnownController],
   providers: [
     LicensingRepository,
@@ -40,8 +40,7 @@ import { WellKnownController } from './well-known.controller';
     EntitlementTokenService,
     ExplainRepository,
     ExplainService,
-    { provide: MemberLimitPolicy, useExisting: LicensingService },
   ],
-  exports: [LicensingService, EntitlementsService, OverridesService, ExplainService, MemberLimitPolicy],
+  exports: [LicensingService, EntitlementsService, OverridesService, ExplainService],
 })
 export class LicensingModule {}

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { accessSql } from '../identity/access.sql';
 import { EntitlementOverride } from './entitlement-override.entity';
 
 /** An override as stored (see EntitlementOverride). */
@@ -16,7 +15,7 @@ const UPSERT_SQL = `
     SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at, note = EXCLUDED.note, created_at = now()
   RETURNING ${COLUMNS}`;
 
-/** Per-organisation overrides (spec §12); the license SQL reads them through overrides.sql.ts. */
+/** Per-organisation overrides (spec §12); the license reads them through licensing.live_overrides. */
 @Injectable()
 export class OverridesRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
@@ -30,16 +29,6 @@ export class OverridesRepository {
    */
   async holdUsageWrites(m: EntityManager): Promise<void> {
     await m.query('LOCK TABLE usage_counters IN SHARE MODE');
-  }
-
-  /**
-   * Locks the organisation against member changes for the rest of `m` (a member addition checks the users
-   * limit under its own lock of the row, so it sees the override once this commits); false when it does
-   * not exist.
-   */
-  async lockOrganisation(m: EntityManager, organisationId: string): Promise<boolean> {
-    const rows: unknown[] = await m.query(accessSql.lockOrganisation('$1'), [organisationId]);
-    return rows.length > 0;
   }
 
   async find(m: EntityManager, organisationId: string, name: string): Promise<OverrideRow | undefined> {
@@ -64,7 +53,7 @@ export class OverridesRepository {
   async list(organisationId: string): Promise<OverrideRow[] | undefined> {
     const [row] = await this.db.query(
       `SELECT COALESCE((SELECT json_agg(x ORDER BY x.name) FROM (SELECT ${COLUMNS} FROM entitlement_overrides WHERE organisation_id = $1) x), '[]') AS overrides
-       FROM organisations WHERE id = $1`,
+       FROM identity.organisation($1)`,
       [organisationId],
     );
     return row?.overrides;

@@ -6,8 +6,8 @@ import { AuditActor, AuditService } from '../audit/audit.service';
 import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
 import { transaction } from '../database/transaction';
-import { organisationNotFound } from '../identity/identity.service';
-import { NotificationsService } from '../notifications/notifications.service';
+import { IdentityService, organisationNotFound } from '../identity/identity.service';
+import { LicenseChanges } from '../subscriptions/license-changes.port';
 import { OverrideRecord } from './entitlements.dto';
 import { overrideRecord } from './entitlements.service';
 import { OverrideRow, OverridesRepository } from './overrides.repository';
@@ -36,7 +36,8 @@ export class OverridesService {
     @InjectDataSource() private readonly db: DataSource,
     private readonly overrides: OverridesRepository,
     private readonly audit: AuditService,
-    private readonly notifications: NotificationsService,
+    private readonly identity: IdentityService,
+    private readonly licenseChanges: LicenseChanges,
     config: AppConfig,
   ) {
     const [plan] = Object.values(config.tiers);
@@ -49,13 +50,13 @@ export class OverridesService {
     const wanted = this.validate(name, body);
     return transaction(this.db, async (m) => {
       if (this.metrics.has(name)) await this.overrides.holdUsageWrites(m);
-      if (!(await this.overrides.lockOrganisation(m, organisationId))) throw organisationNotFound(organisationId);
+      await this.identity.holdMemberChanges(m, organisationId);
       const current = await this.overrides.find(m, organisationId, name);
       const before = current ? record(current) : null;
       if (before && isDeepStrictEqual(audited(before), audited(wanted))) return before;
       const after = record(await this.overrides.upsert(m, organisationId, { name, value: wanted.value, expiresAt: wanted.expires_at === null ? null : new Date(wanted.expires_at), note: wanted.note }));
       await this.audit.record(m, by, { action: 'override.set', organisationId, before: before && audited(before), after: audited(after) });
-      await this.notifications.licenseMayHaveChanged(m, organisationId);
+      await this.licenseChanges.licenseMayHaveChanged(m, organisationId);
       return after;
     });
   }
@@ -70,11 +71,11 @@ export class OverridesService {
     this.known(name);
     await transaction(this.db, async (m) => {
       if (this.metrics.has(name)) await this.overrides.holdUsageWrites(m);
-      if (!(await this.overrides.lockOrganisation(m, organisationId))) throw organisationNotFound(organisationId);
+      await this.identity.holdMemberChanges(m, organisationId);
       const removed = await this.overrides.remove(m, organisationId, name);
       if (!removed) throw new AppException('override_not_found', `The organisation has no override of "${name}".`);
       await this.audit.record(m, by, { action: 'override.deleted', organisationId, before: audited(record(removed)) });
-      await this.notifications.licenseMayHaveChanged(m, organisationId);
+      await this.licenseChanges.licenseMayHaveChanged(m, organisationId);
     });
   }
 

@@ -1,12 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { meterWindowSql } from '../billing/meters/meters.repository';
 import { AppConfig } from '../config/app-config';
+import { licenseArguments } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
-import { accessSql } from '../identity/access.sql';
-import { NotificationsService } from '../notifications/notifications.service';
-import { counterPeriodSql, licenseStateSql, licenseStateValues, readableBy } from './licensing.repository';
 
 /*
  * The usage rule (spec §7, §13), written once, in SQL: a decrease (projects) always applies and stops at 0;
@@ -18,7 +15,7 @@ const step = (used: string, amount: string, limit: string, bill: string) => `
   CASE WHEN ${amount} < 0 THEN GREATEST(${used} + ${amount}, 0)
        WHEN ${accepts(used, amount, limit, bill)} THEN ${used} + ${amount}
        ELSE ${used} END`;
-/** Whether `metric` is billed past its limit, by the overage policies in force `overage` (licenseStateSql's). */
+/** Whether `metric` is billed past its limit, by the overage policies in force `overage` (the license's). */
 const billed = (overage: string, metric: string) => `COALESCE(${overage} ->> ${metric} = 'bill', false)`;
 
 /**
@@ -37,8 +34,9 @@ const billed = (overage: string, metric: string) => `COALESCE(${overage} ->> ${m
  *   it. When a concurrent writer inserted it first, its events come back `0` (applied nothing: retry).
  * - Keys are stored with the answer for events that applied. A key taken meanwhile by a concurrent report
  *   (not visible to `prior`) shows as `keyTaken`: the caller rolls its transaction back and runs again.
- * - `applied`: what each applied event did (organisation, metric, n, amount, before, used, "limit"): the
- *   capacity notifications (and further accounting of accepted usage) read it.
+ * - `applied`: what each applied event did (organisation, metric, n, amount, before, used, "limit"): handed
+ *   on, in this statement, to the modules that account for accepted usage, through their functions (see
+ *   applySql).
  *
  * Answers one row per event, in order: status 200 (applied, or a key's first answer in `response`), 402
  * (refused: used and limit as they stood), 404, 409, or 0 (retry).
@@ -87,8 +85,8 @@ const KEY_CTES_SQL = `
   )`;
 
 /**
- * The statement's head; `license` is licenseStateSql with the tier table and grace period in it as constants
- * (see UsageRepository's constructor).
+ * The statement's head; `license(org)` is the license of `org` (licensing.license_state) with the tier table and
+ * grace period in it as constants (see UsageRepository's constructor).
  */
 const applySqlHead = (license: (organisation: string) => string, keyed: boolean) => `
   WITH RECURSIVE
@@ -104,14 +102,14 @@ const applySqlHead = (license: (organisation: string) => string, keyed: boolean)
   counters AS (
     -- The events of each counter, with the license of its organisation (none for an unknown one: 404),
     -- computed inside the statement, so no webhook can slip in between the limit read and the write.
-    SELECT g.org, g.metric, ${counterPeriodSql('g.metric', 's.ai_period')} AS period,
-           (s.limits ->> g.metric)::bigint AS lim, ${billed('s.overage', 'g.metric')} AS bill, g.amounts, g.ns
+    SELECT g.org, g.metric, licensing.counter_period(g.metric, l.ai_period) AS period,
+           (l.limits ->> g.metric)::bigint AS lim, ${billed('l.overage', 'g.metric')} AS bill, g.amounts, g.ns
     FROM (SELECT e.org, e.metric, array_agg(e.amount ORDER BY e.n) AS amounts, array_agg(e.n ORDER BY e.n) AS ns
           FROM ev e
           ${keyed ? 'WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.n = e.n)' : ''}
           GROUP BY e.org, e.metric) g
-    CROSS JOIN LATERAL (WITH ${license('g.org')}
-                        SELECT limits, overage, ai_period FROM state WHERE ${accessSql.organisationExists('g.org')}) s
+    CROSS JOIN LATERAL (SELECT s.limits, s.overage, s.ai_period
+                        FROM ${license('g.org')} CROSS JOIN identity.access(g.org, NULL, NULL) a WHERE a.allowed) l
   ),
   locked AS (
     -- One row lock set, taken in one order by one node (not a lock per look-up: PostgreSQL would set up its
@@ -167,7 +165,7 @@ const applySqlHead = (license: (organisation: string) => string, keyed: boolean)
   )${keyed ? `,
 ${KEY_CTES_SQL}` : ''}`;
 
-const applySqlAnswer = (keyed: boolean, queued: string) => `
+const applySqlAnswer = (keyed: boolean, handedOn: string) => `
   SELECT e.n,
          CASE ${keyed ? 'WHEN p.n IS NOT NULL THEN (CASE WHEN NOT p.same THEN 409 WHEN p.response IS NULL THEN 0 ELSE 200 END)' : ''}
               WHEN o.n IS NULL THEN 404
@@ -176,36 +174,58 @@ const applySqlAnswer = (keyed: boolean, queued: string) => `
               ELSE 402 END AS status,
          o.used, o.lim AS "limit", o.bill, ${keyed ? 'p.response' : 'NULL::jsonb AS response'},
          ${keyed ? '(SELECT count(*) FROM keying) > (SELECT count(*) FROM keyed)' : 'false'} AS "keyTaken",
-         ${queued} AS queued
+         ${handedOn}
   FROM ev e ${keyed ? 'LEFT JOIN prior p USING (n)' : ''} LEFT JOIN outcome o USING (n)
   ORDER BY e.n`;
 
 /**
- * With notifications on, `usage.capacity` messages for the applied events that crossed a limit (`urls` =
- * NOTIFY_URLS; without, it is not part of the statement). With a provider meter configured, billing's CTE
- * adds the applied increases to their meter windows (spec §13), in this statement.
+ * What the statement hands on of its applied events, each to the module that accounts for it, through that
+ * module's function (one round trip still): with NOTIFY_URLS, the events that moved a metric across its limit
+ * in force to notifications (`usage.capacity` messages); with a provider meter configured, the accepted usage
+ * to billing's meter windows (spec §13). Each is called once, and only with events to hand on.
  */
-const applySql = (license: (organisation: string) => string, keyed: boolean, capacity: string | undefined, meter: string | undefined) =>
-  `${applySqlHead(license, keyed)}${[capacity, meter].filter(Boolean).map((cte) => `, ${cte}`).join('')}
-   ${applySqlAnswer(keyed, capacity ? '(SELECT count(*) FROM queued)' : '0')}`;
+const CAPACITY_SQL = `
+  capacity AS (
+    SELECT notifications.capacity_crossed(array_agg(a.organisation_id ORDER BY a.n), array_agg(a.metric ORDER BY a.n),
+                                          array_agg(a.used ORDER BY a.n), array_agg(a."limit" ORDER BY a.n), ${APPLY.ref.urls}::text[]) AS queued
+    FROM applied a WHERE (a.used >= a."limit") <> (a.before >= a."limit")
+    HAVING count(*) > 0
+  )`;
+const meteredSql = (metrics: string[], flushS: number) => `
+  metered AS (
+    SELECT billing.meter_usage(array_agg(a.organisation_id ORDER BY a.n), array_agg(a.metric ORDER BY a.n),
+                               array_agg(a.amount ORDER BY a.n), ARRAY[${metrics.map((m) => `'${m}'`).join(', ')}]::text[], ${flushS}) AS windows
+    FROM applied a
+    HAVING count(*) > 0
+  )`;
+
+const applySql = (license: (organisation: string) => string, keyed: boolean, handOn: { capacity: boolean; meters?: { metrics: string[]; flushS: number } }) => {
+  const ctes = [handOn.capacity ? CAPACITY_SQL : '', handOn.meters ? meteredSql(handOn.meters.metrics, handOn.meters.flushS) : ''].filter(Boolean);
+  const columns = [
+    handOn.capacity ? 'COALESCE((SELECT queued FROM capacity), 0) AS queued' : '0 AS queued',
+    ...(handOn.meters ? ['COALESCE((SELECT windows FROM metered), 0) AS metered'] : []),
+  ];
+  return `${applySqlHead(license, keyed)}${ctes.map((cte) => `, ${cte}`).join('')}
+   ${applySqlAnswer(keyed, columns.join(', '))}`;
+};
 
 /**
  * The check (spec §7, §13): the used amount of the metric, its limit in force, and whether `amount` more
- * would be accepted now. No row: not readable by the caller (see `readableBy`).
+ * would be accepted now. No row: not readable by the caller (identity.access).
  */
 const CHECK = namedParams('organisation', 'tiers', 'graceS', 'user', 'metric', 'amount');
 const { organisation: $org, metric: $metric, amount: $amount } = CHECK.ref;
 const CHECK_SQL = `
-  WITH ${licenseStateSql(CHECK.ref)},
-  r AS (
-    SELECT CASE WHEN ${$metric}::text = 'users' THEN ${accessSql.memberCount(`${$org}::uuid`)}
+  WITH r AS (
+    SELECT CASE WHEN ${$metric}::text = 'users' THEN (SELECT count(*) FROM identity.members(${$org}::uuid))
                 ELSE COALESCE((SELECT used FROM usage_counters
                                WHERE organisation_id = ${$org}::uuid AND metric = ${$metric}::text
-                                 AND period_start = ${counterPeriodSql(`${$metric}::text`, 's.ai_period')}), 0) END AS used,
+                                 AND period_start = licensing.counter_period(${$metric}::text, s.ai_period)), 0) END AS used,
            (s.limits ->> ${$metric}::text)::bigint AS lim,
            ${billed('s.overage', `${$metric}::text`)} AS bill
-    FROM state s
-    WHERE ${readableBy(`${$org}::uuid`, CHECK.ref.user)}
+    FROM licensing.license_state(${$org}::uuid, ${CHECK.ref.tiers}::jsonb, ${CHECK.ref.graceS}::bigint) s
+    CROSS JOIN identity.access(${$org}::uuid, ${CHECK.ref.user}::uuid, NULL) a
+    WHERE a.allowed
   )
   SELECT used, lim AS "limit", COALESCE(${accepts('used', `${$amount}::bigint`, 'lim', 'bill')}, false) AS allowed FROM r`;
 
@@ -259,18 +279,16 @@ export class UsageRepository {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly config: AppConfig,
-    private readonly notifications: NotificationsService,
   ) {
-    const capacity = notifications.capacitySql(APPLY.ref, 'applied');
-    this.notifying = capacity !== undefined;
+    this.notifying = config.notifyUrls.length > 0;
     // The tier table and the grace period are fixed for the process: written into the statement as constants,
     // PostgreSQL parses the tier table once, when it plans the statement, instead of at every call (~10 % of
     // a one-event statement's time as a parameter).
-    const { tiers, graceS } = licenseStateValues(config, '');
-    const constants = { tiers: sqlLiteral(String(tiers)), graceS: String(Number(graceS)) };
-    const license = (organisation: string) => licenseStateSql({ organisation, ...constants });
-    const meter = meterWindowSql(config, 'applied');
-    this.applySql = { keyed: applySql(license, true, capacity, meter), keyless: applySql(license, false, capacity, meter) };
+    const { tiers, graceS } = licenseArguments(config);
+    const license = (organisation: string) => `licensing.license_state(${organisation}, ${sqlLiteral(tiers)}::jsonb, ${Number(graceS)}) s`;
+    const metrics = Object.keys(config.providerMeters);
+    const handOn = { capacity: this.notifying, meters: metrics.length ? { metrics, flushS: config.meterFlushS } : undefined };
+    this.applySql = { keyed: applySql(license, true, handOn), keyless: applySql(license, false, handOn) };
   }
 
   /** Applies the events in order (no two with the same organisation and key); one row per event. */
@@ -280,7 +298,7 @@ export class UsageRepository {
       metrics: events.map((e) => e.metric),
       amounts: events.map((e) => e.amount),
       keys: events.map((e) => e.idempotencyKey ?? null),
-      ...this.notifications.capacityValues(),
+      urls: this.config.notifyUrls,
     });
     const sql = events.some((e) => e.idempotencyKey !== undefined) ? this.applySql.keyed : this.applySql.keyless;
     return preparedQuery<AppliedRow>(m, sql, this.notifying ? values : values.slice(0, -1));
@@ -288,7 +306,7 @@ export class UsageRepository {
 
   /** Undefined when the caller may not read the organisation (see LicensingRepository.status). */
   async check(organisationId: string, userId: string | null, metric: string, amount: number): Promise<CheckRow | undefined> {
-    const values = CHECK.values({ ...licenseStateValues(this.config, organisationId), user: userId, metric, amount });
+    const values = CHECK.values({ organisation: organisationId, ...licenseArguments(this.config), user: userId, metric, amount });
     const [row] = await preparedQuery<CheckRow>(this.db, CHECK_SQL, values);
     return row;
   }

@@ -4,17 +4,19 @@ import { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { transaction } from '../database/transaction';
 import { NotificationDeliveriesRepository } from './notification-deliveries.repository';
-import { CapacityParams, capacityNotificationSql, NotificationsRepository } from './notifications.repository';
+import { LicenseChanges } from '../subscriptions/license-changes.port';
+import { NotificationsRepository } from './notifications.repository';
 
 /**
  * Decides the outbound notifications (spec §10) inside the transaction of each change: a license that may
- * have changed (webhook events, replays, reconciliation corrections, a grace period running out) and,
- * through the SQL embedded in licensing's usage write, a metric crossing its limit. With NOTIFY_URLS
+ * have changed (webhook events, replays, reconciliation corrections, subscription changes and overrides,
+ * through the LicenseChanges port, and a grace period running out) and, through notifications.capacity_crossed,
+ * which licensing's usage write calls, a metric crossing its limit. With NOTIFY_URLS
  * unset it does nothing at all (no rows, no cost); see docs/integrating.md (notifications) for what the first change after
  * configuring it is compared with.
  */
 @Injectable()
-export class NotificationsService {
+export class NotificationsService implements LicenseChanges {
   private readonly logger = new Logger('Notifications');
 
   constructor(
@@ -52,18 +54,6 @@ export class NotificationsService {
     if (!this.enabled) return undefined;
     await this.states.lockState(manager, organisationId);
     return this.states.writeTrialEnding(manager, organisationId, trial);
-  }
-
-  /**
-   * The CTEs licensing's usage write embeds after `applied`, its applied events (see capacityNotificationSql),
-   * or undefined when nothing is sent. Their parameter is the write's `urls` (capacityValues).
-   */
-  capacitySql(params: CapacityParams, applied: string): string | undefined {
-    return this.enabled ? capacityNotificationSql(params, applied) : undefined;
-  }
-
-  capacityValues(): { urls: string[] } {
-    return { urls: this.config.notifyUrls };
   }
 
   /** Run once a minute (on one instance): grace and override expiries, lost jobs, old messages. Each step on its own. */

@@ -21,6 +21,14 @@ export const EVENT_TYPES = {
 export type EventType = (typeof EVENT_TYPES)[keyof typeof EVENT_TYPES];
 
 /**
+ * What became of a received event, as the webhook's ledger records it: applied (`processed`), a redelivery of
+ * one already recorded, older than what was applied, someone else's, waiting for its organisation, or not
+ * applicable until its cause is fixed. Explain, the console and the CLI show it.
+ */
+export const LEDGER_STATUSES = ['processed', 'duplicate', 'stale', 'unmatched', 'ignored', 'failed'] as const;
+export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
+
+/**
  * A provider event. Received events are only checked for their envelope (see webhook/event-parsing.ts);
  * each handler reads its own `data.object` with the readers below.
  */

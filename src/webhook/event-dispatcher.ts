@@ -3,7 +3,7 @@ import { DiscoveryService } from '@nestjs/core';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditActor, AuditService } from '../audit/audit.service';
-import { ProviderEvent } from '../provider/provider-event';
+import { LedgerStatus, ProviderEvent } from '../provider/provider-event';
 import { AppException } from '../common/app-exception';
 import { transaction } from '../database/transaction';
 import { webhookEvents } from '../common/metrics';
@@ -16,7 +16,7 @@ import { EventHandler, failed, HandlerOutcome, HandlesEvent, ProviderAnswer, Pro
 import { claimEvent, ClaimLost, finishEvent, recordEvent, unmatchedEvents } from './event-ledger';
 import { parseEvent } from './event-parsing';
 import { storedPayload } from './webhook-ledger.repository';
-import { EventSource, LedgerStatus } from './webhook-event.entity';
+import { EventSource } from './webhook-event.entity';
 
 export interface DispatchResult {
   id: string;

@@ -1,9 +1,8 @@
 import { DiscoveryService } from '@nestjs/core';
 import { EntityManager } from 'typeorm';
 import { z, ZodType } from 'zod';
-import { ProviderEvent } from '../provider/provider-event';
+import { LedgerStatus, ProviderEvent } from '../provider/provider-event';
 import { SubscriptionObject } from '../provider/provider-objects';
-import { LedgerStatus } from './webhook-event.entity';
 
 /**
  * Marks a provider (an @Injectable class implementing EventHandler) as the handler of one event type:

@@ -1,9 +1,9 @@
 import { EntityManager } from 'typeorm';
-import { ProviderEvent } from '../provider/provider-event';
+import { LedgerStatus, ProviderEvent } from '../provider/provider-event';
 import { lockProviderIds } from '../subscriptions/provider-locks';
 import { HandlerOutcome } from './event-handler';
 import { parseEvent } from './event-parsing';
-import { EventSource, LedgerStatus } from './webhook-event.entity';
+import { EventSource } from './webhook-event.entity';
 import {
   countRedelivery,
   insertEvent,

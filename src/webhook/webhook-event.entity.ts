@@ -1,8 +1,6 @@
 import { Check, Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { Organisation } from '../identity/organisation.entity';
-
-export const LEDGER_STATUSES = ['processed', 'duplicate', 'stale', 'unmatched', 'ignored', 'failed'] as const;
-export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
+import type { LedgerStatus } from '../provider/provider-event';
 
 /** How an event first reached the ledger: delivered, or found by the reconciliation (spec §9). */
 export const EVENT_SOURCES = ['webhook', 'sync', 'replay'] as const;

@@ -1,7 +1,8 @@
 import { EntityManager } from 'typeorm';
 import { EVENT_RANK } from '../subscriptions/event-order';
 import { preparedQuery } from '../database/prepared';
-import { EventSource, LedgerStatus } from './webhook-event.entity';
+import { EventSource } from './webhook-event.entity';
+import { LedgerStatus } from '../provider/provider-event';
 
 /**
  * Every query of the event ledger (`webhook_events`): the only file

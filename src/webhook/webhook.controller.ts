@@ -2,7 +2,7 @@ import { Controller, HttpCode, Logger, Post, Req } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import { ApiErrors } from '../common/api-docs';
 import { AppException } from '../common/app-exception';
-import { LEDGER_STATUSES } from './webhook-event.entity';
+import { LEDGER_STATUSES } from '../provider/provider-event';
 import { EventDispatcher } from './event-dispatcher';
 import { SIGNATURE_HEADER } from '../provider/provider-signature';
 import { SignedByProvider } from './signed-by-provider.decorator';

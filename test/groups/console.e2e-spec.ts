@@ -3,3 +3,4 @@
 // Grouped so that the app's modules load once for all of them (see jest.config.js).
 import '../console-sign-in.e2e-spec';
 import '../console-pages.e2e-spec';
+import '../console-license.e2e-spec';

@@ -12,5 +12,6 @@ import '../usage-further-metrics.e2e-spec';
 import '../usage-overage.e2e-spec';
 import '../usage-hot.e2e-spec';
 import '../hot-statement-plans.e2e-spec';
+import '../database-functions.e2e-spec';
 import '../data-growth.e2e-spec';
 import '../entitlement-token.e2e-spec';

@@ -10,7 +10,7 @@ export type MeterWindowStatus = (typeof METER_WINDOW_STATUSES)[number];
 
 /**
  * One organisation's accepted usage of one metered metric in one window of METER_FLUSH_S seconds (spec §13),
- * summed by licensing's usage write in the transaction that accepts it (meterWindowSql) and reported to the
+ * summed by licensing's usage write in the transaction that accepts it (billing.meter_usage) and reported to the
  * provider as one meter event, identifier `<organisation_id>:<metric>:<window_start>`. Written only by
  * MetersRepository and that fragment.
  */

@@ -2,17 +2,17 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
-import { MeteredMetric } from '../../config/tiers';
+import { licenseArguments, MeteredMetric } from '../../config/tiers';
 import { namedParams } from '../../database/prepared';
 import { transaction } from '../../database/transaction';
-import { counterPeriodSql, licenseStateSql, licenseStateValues } from '../../licensing/licensing.repository';
 import { MeterWindow } from './meter-window.entity';
 
 /*
- * The meter windows (spec §13): written by licensing's usage write through `meterWindowSql`, closed by the
- * flush, delivered one meter event each by the job queue.
+ * The meter windows (spec §13): written by licensing's usage write through `billing.meter_usage` (migration
+ * 1764002000000-ModuleFunctions.ts, in that write's transaction), closed by the flush, delivered one meter event
+ * each by the job queue.
  *
- * Why a window once closed never gains usage: the usage write picks its window with meter_window_start()
+ * Why a window once closed never gains usage: billing.meter_usage picks its window with meter_window_start()
  * (migration 1764000700000), which first takes a shared advisory lock on (organisation, metric) for the rest
  * of its transaction and only then reads the clock. Closing takes that lock exclusively, so it waits for
  * every transaction that picked a window before, and then closes only windows that ended before its own
@@ -29,34 +29,6 @@ const LOCK_CLASS = 1836348530;
 export const METER_WINDOW_TASK = 'meter_window';
 /** The queue's task that closes the windows that ended (one job, rescheduled at the next window's end). */
 export const METER_FLUSH_TASK = 'meter_flush';
-
-/**
- * For licensing's usage write (one statement, any number of events): adds the accepted increases to their
- * windows, in the transaction that accepts them. `applied` names the write's CTE of applied events (columns
- * organisation_id, metric, amount), summed per organisation and metric first, so each window is written
- * once per statement (windows picked in organisation order). Nothing is written for a decrease, a metric with
- * no PAYPROVIDER_METER_<METRIC>, or an organisation without a provider customer (usage before it has one is
- * never reported). Undefined when no metric is metered: the write then carries nothing of it. A
- * data-modifying CTE, so it runs whether or not the statement reads it.
- */
-export function meterWindowSql(config: Pick<AppConfig, 'providerMeters' | 'meterFlushS'>, applied: string): string | undefined {
-  const metrics = Object.keys(config.providerMeters);
-  if (!metrics.length) return undefined;
-  const flushS = config.meterFlushS;
-  return `
-  meter_window AS (
-    INSERT INTO meter_windows AS w (organisation_id, metric, window_start, window_end, customer_id, value)
-    SELECT s.id, s.metric, s.start, s.start + ${flushS}, s.customer, s.value
-    FROM (SELECT t.id, t.metric, t.customer, t.value, meter_window_start(t.id, t.metric, ${flushS}) AS start
-          FROM (SELECT o.id, a.metric, o.provider_customer_id AS customer, sum(a.amount) AS value
-                FROM ${applied} a JOIN organisations o ON o.id = a.organisation_id
-                WHERE a.amount > 0 AND o.provider_customer_id IS NOT NULL
-                  AND a.metric IN (${metrics.map((m) => `'${m}'`).join(', ')})
-                GROUP BY o.id, a.metric, o.provider_customer_id
-                ORDER BY o.id, a.metric) t) s
-    ON CONFLICT (organisation_id, metric, window_start) DO UPDATE SET value = w.value + EXCLUDED.value
-  )`;
-}
 
 /** A window's key: `<organisation id>:<metric>:<window start>` is also its meter event's identifier. */
 export interface WindowKey {
@@ -133,10 +105,9 @@ const SCHEDULE_FLUSH_SQL = `
   SELECT graphile_worker.add_job('${METER_FLUSH_TASK}', '{}'::json, run_at => $1::timestamptz, job_key => '${METER_FLUSH_TASK}',
                                  job_key_mode => $2::text)`;
 
-/** One organisation's figures, per metered metric, for the current period (licenseStateSql's ai_period for ai_tokens). */
+/** One organisation's figures, per metered metric, for the current period (the license's ai_period for ai_tokens). */
 const SUMMARY = namedParams('organisation', 'tiers', 'graceS', 'metrics');
 const SUMMARY_SQL = `
-  WITH ${licenseStateSql(SUMMARY.ref)}
   SELECT m.metric,
          COALESCE((SELECT u.used FROM usage_counters u
                    WHERE u.organisation_id = ${SUMMARY.ref.organisation}::uuid AND u.metric = m.metric AND u.period_start = p.period), 0)::float8 AS used,
@@ -144,9 +115,9 @@ const SUMMARY_SQL = `
          COALESCE(sum(w.value) FILTER (WHERE w.status IN ('open', 'pending')), 0)::float8 AS pending,
          COALESCE(sum(w.value) FILTER (WHERE w.status = 'failed'), 0)::float8 AS failed
   FROM unnest(${SUMMARY.ref.metrics}::text[]) WITH ORDINALITY AS m(metric, n)
-  CROSS JOIN state s
+  CROSS JOIN licensing.license_state(${SUMMARY.ref.organisation}::uuid, ${SUMMARY.ref.tiers}::jsonb, ${SUMMARY.ref.graceS}::bigint) s
   -- The counter's period, as licensing's usage write keys it: ai_tokens per billing period, other metrics one row.
-  CROSS JOIN LATERAL (SELECT ${counterPeriodSql('m.metric', 's.ai_period')} AS period) p
+  CROSS JOIN LATERAL (SELECT licensing.counter_period(m.metric, s.ai_period) AS period) p
   LEFT JOIN meter_windows w
     ON w.organisation_id = ${SUMMARY.ref.organisation}::uuid AND w.metric = m.metric AND w.window_start >= p.period
   GROUP BY m.metric, m.n, p.period
@@ -164,10 +135,9 @@ const PRUNE_SQL = `
     WHERE status = 'delivered' AND window_end < extract(epoch FROM now())::bigint - ${PRUNE.ref.maxAgeS}::bigint
   ),
   due AS (
-    SELECT o.organisation_id, o.metric, ${counterPeriodSql('o.metric', 's.ai_period')} AS period
+    SELECT o.organisation_id, o.metric, licensing.counter_period(o.metric, s.ai_period) AS period
     FROM old o
-    CROSS JOIN LATERAL (WITH ${licenseStateSql({ organisation: 'o.organisation_id', tiers: PRUNE.ref.tiers, graceS: PRUNE.ref.graceS })}
-                        SELECT ai_period FROM state) s
+    CROSS JOIN LATERAL licensing.license_state(o.organisation_id, ${PRUNE.ref.tiers}::jsonb, ${PRUNE.ref.graceS}::bigint) s
   ),
   pruned AS (
     DELETE FROM meter_windows w USING due d
@@ -199,7 +169,7 @@ export interface MeterSummaryRow {
   failed: number;
 }
 
-/** Meter windows: the only code (with the fragment above) that reads or writes them. */
+/** Meter windows: the only code (with billing.meter_usage) that reads or writes them. */
 @Injectable()
 export class MetersRepository {
   constructor(
@@ -285,12 +255,12 @@ export class MetersRepository {
 
   /** Used, reported, pending and failed per metric in `metrics`, for the organisation's current period. */
   async summary(organisationId: string, metrics: readonly MeteredMetric[]): Promise<MeterSummaryRow[]> {
-    return this.db.query(SUMMARY_SQL, SUMMARY.values({ ...licenseStateValues(this.config, organisationId), metrics }));
+    return this.db.query(SUMMARY_SQL, SUMMARY.values({ organisation: organisationId, ...licenseArguments(this.config), metrics }));
   }
 
   /** Deletes the delivered windows past `maxAgeS` that no longer count in a summary (PRUNE_SQL); answers how many. */
   async pruneDelivered(maxAgeS: number): Promise<number> {
-    const [row]: { n: number }[] = await this.db.query(PRUNE_SQL, PRUNE.values({ ...licenseStateValues(this.config, ''), maxAgeS }));
+    const [row]: { n: number }[] = await this.db.query(PRUNE_SQL, PRUNE.values({ ...licenseArguments(this.config), maxAgeS }));
     return row.n;
   }
 

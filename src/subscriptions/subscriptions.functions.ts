@@ -1,0 +1,30 @@
+import { DatabaseFunction, RowOf, tableFunction } from '../database/database-function';
+
+/**
+ * Every subscription of an organisation, deleted ones too, as the license and its explanation read them
+ * (migration 1764002000000-ModuleFunctions.ts): why it cannot shape a license (`not_candidate`: deleted, no_tier,
+ * no_status or incomplete; null when it can) and its grace (spec §5): while past_due, from `grace_since` (when it
+ * became past_due: pastDueSince in subscriptions.service.ts) until `grace_ends_at`, GRACE_PERIOD_DAYS later. The
+ * one place the grace period is computed, and the only reader of past_due_since besides this module's own code.
+ */
+export const OF_ORGANISATION = tableFunction('subscriptions.of_organisation', 'org uuid, grace_s bigint', {
+  subscription_id: 'text',
+  tier: 'text',
+  tier_source: 'text',
+  status: 'text',
+  period_start: 'bigint',
+  period_end: 'bigint',
+  seats: 'integer',
+  last_event_created: 'bigint',
+  not_candidate: 'text',
+  grace_since: 'bigint',
+  grace_ends_at: 'bigint',
+  in_grace: 'boolean',
+  /** Active, trialing, or within grace. */
+  live: 'boolean',
+} as const);
+
+export type OrganisationSubscription = RowOf<typeof OF_ORGANISATION.columns>;
+
+/** The database functions subscriptions owns; the test holds them against the database. */
+export const SUBSCRIPTIONS_FUNCTIONS: DatabaseFunction[] = [OF_ORGANISATION];

@@ -1,0 +1,50 @@
+import { consoleCookie } from './support/console';
+import { subscriptionEvent, subscriptionObject } from './support/provider-events';
+import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
+import { deliver } from './support/webhook-signing';
+
+const DAY = 86_400;
+const nowS = () => Math.floor(Date.now() / 1000);
+
+/**
+ * The console shows the license the service enforces, from the one implementation (licensing.license_state):
+ * never a tier of its own choosing. The case that tells them apart: the newest subscription is past_due beyond
+ * its grace while an older one is live. The license follows the live one.
+ */
+describe('the console’s tier is the license’s', () => {
+  let t: TestApp;
+  let cookie: string;
+  beforeAll(async () => {
+    t = await startTestApp();
+    cookie = await consoleCookie(t);
+  });
+  afterAll(() => t.close());
+
+  it('an organisation whose newest subscription is past grace while an older one is live: pro on the overview and its page, as its license', async () => {
+    const org = (await createOrganisation(t, 'Grace Ltd')).id;
+    const owner = await createUserWithSession(t, { org, role: 'owner' });
+    const server = t.app.getHttpServer();
+    const older = subscriptionObject({ organisationId: org, tier: 'pro', status: 'active' });
+    const newer = subscriptionObject({ organisationId: org, tier: 'team', status: 'active', customer: older.customer });
+    // The newer one became past_due ten days ago: beyond the default grace of 7 days. Its events are newer than the older's.
+    for (const [event, created] of [
+      [subscriptionEvent('created', older), nowS() - 40 * DAY],
+      [subscriptionEvent('created', newer), nowS() - 20 * DAY],
+      [subscriptionEvent('updated', { ...newer, status: 'past_due' }), nowS() - 10 * DAY],
+    ] as const) {
+      expect((await deliver(server, { ...event, created })).status).toBe(200);
+    }
+
+    const { body: status } = await t.http().get(`/api/licensing/status?organisation_id=${org}`).set(owner.auth).expect(200);
+    expect(status.license).toEqual({ tier: 'pro', is_active: true, is_expired: false });
+
+    const overview = await t.http().get('/console').set('Cookie', cookie).expect(200);
+    const cards = [...overview.text.matchAll(/<span class="figure">(\d+)<\/span> on ([a-z_]+)<\/div>/g)].map(([, count, tier]) => ({ tier, count: Number(count) }));
+    expect(cards).toEqual([{ tier: 'pro', count: 1 }]);
+
+    const page = await t.http().get(`/console/organisations/${org}`).set('Cookie', cookie).expect(200);
+    expect(/id="license-tier">([a-z_]+)</.exec(page.text)?.[1]).toBe(status.license.tier);
+    // Its subscriptions as they are: the team one past due, with the end of its grace.
+    expect(page.text).toMatch(/past due since [^<]*, grace until /);
+  });
+});
