@@ -14,7 +14,7 @@ import { DatabaseFunction, RowOf, tableFunction } from '../database/database-fun
  * live, the one whose last event is newest, which then shows as not active and, when its paid period ended
  * without renewal, expired. No subscription: free, active, not expired. While a paid license is not active,
  * its plan is the free tier's (`licensing.plan_in_force`). A tier's definition is read in one place,
- * `licensing.tier_plan` (with plan versions, spec §17, the one function to point at the versions). A per-seat
+ * `licensing.tier_plan` (with plan versions, the one function to point at them). A per-seat
  * tier's `users` limit is the subscription's seats, at most the tier's `max`; the organisation's live
  * overrides replace the plan's values whatever the tier and license state.
  */
