@@ -113,6 +113,12 @@ export class PaymentProviderError extends Error {
     readonly param?: string,
     /** For 'rate_limited': when a retry may get through. */
     readonly retryAfterS?: number,
+    /**
+     * The request may have reached the provider and may still be carried out (it timed out, or the provider
+     * was still working on its idempotency key): its outcome is unknown, not a failure. Asked again with the same
+     * idempotency key, the provider answers what it did.
+     */
+    readonly outcomeUnknown = false,
   ) {
     super(message);
   }
@@ -183,8 +189,12 @@ export abstract class PaymentProvider {
    * Changes the subscription's item now, prorated and invoiced at once; a payment that fails leaves the
    * subscription as it was, with a `pending_update`. Answers the subscription as the provider has it after
    * the request (the shape of `retrieveSubscription`).
+   *
+   * The changes below take an `idempotencyKey`: asked again with the same key and the same values, the provider
+   * answers what it did the first time (and does it, when the first request never reached it), so a change
+   * whose outcome was unknown (PaymentProviderError.outcomeUnknown) can learn it.
    */
-  abstract changeItemNow(subscriptionId: string, change: ItemChange): Promise<Record<string, any>>;
+  abstract changeItemNow(subscriptionId: string, change: ItemChange, idempotencyKey?: string): Promise<Record<string, any>>;
 
   /**
    * Puts `next` in force when the current period ends, through a subscription schedule: the subscription's
@@ -192,7 +202,11 @@ export abstract class PaymentProvider {
    * and the schedule releases the subscription after it. Answers the schedule as the provider has it (what a
    * `subscription_schedule.*` event carries as `data.object`).
    */
-  abstract scheduleItemChange(subscriptionId: string, change: { scheduleId: string | null; next: PlanItem }): Promise<Record<string, any>>;
+  abstract scheduleItemChange(
+    subscriptionId: string,
+    change: { scheduleId: string | null; next: PlanItem },
+    idempotencyKey?: string,
+  ): Promise<Record<string, any>>;
 
   /**
    * The subscription schedule as the provider has it now (what a `subscription_schedule.*` event carries as
@@ -201,10 +215,10 @@ export abstract class PaymentProvider {
   abstract retrieveSchedule(scheduleId: string): Promise<Record<string, any>>;
 
   /** Releases a schedule: the subscription stays as it is now. Answers the released schedule. */
-  abstract releaseSchedule(scheduleId: string): Promise<Record<string, any>>;
+  abstract releaseSchedule(scheduleId: string, idempotencyKey?: string): Promise<Record<string, any>>;
 
   /** Sets or clears `cancel_at_period_end`; answers the subscription as the provider has it after. */
-  abstract setCancelAtPeriodEnd(subscriptionId: string, cancel: boolean): Promise<Record<string, any>>;
+  abstract setCancelAtPeriodEnd(subscriptionId: string, cancel: boolean, idempotencyKey?: string): Promise<Record<string, any>>;
 
   /**
    * Reports usage to the provider's billing meter. 'duplicate': the provider already has an event with this

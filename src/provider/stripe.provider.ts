@@ -201,24 +201,34 @@ export class StripePaymentProvider extends PaymentProvider {
     });
   }
 
-  changeItemNow(subscriptionId: string, change: ItemChange): Promise<Record<string, any>> {
+  changeItemNow(subscriptionId: string, change: ItemChange, idempotencyKey?: string): Promise<Record<string, any>> {
     return this.call('subscription.update', async () =>
       plain(
-        await this.stripe.subscriptions.update(subscriptionId, {
-          items: [{ id: change.itemId, ...change.item }],
-          proration_behavior: 'always_invoice',
-          payment_behavior: 'pending_if_incomplete',
-          proration_date: change.prorationDate,
-        }),
+        await this.stripe.subscriptions.update(
+          subscriptionId,
+          {
+            items: [{ id: change.itemId, ...change.item }],
+            proration_behavior: 'always_invoice',
+            payment_behavior: 'pending_if_incomplete',
+            proration_date: change.prorationDate,
+          },
+          keyed(idempotencyKey, 'update'),
+        ),
       ),
     );
   }
 
-  async scheduleItemChange(subscriptionId: string, change: { scheduleId: string | null; next: PlanItem }): Promise<Record<string, any>> {
+  async scheduleItemChange(
+    subscriptionId: string,
+    change: { scheduleId: string | null; next: PlanItem },
+    idempotencyKey?: string,
+  ): Promise<Record<string, any>> {
     const scheduleId = change.scheduleId;
     const schedule = scheduleId
       ? await this.call('subscription_schedule.retrieve', () => this.stripe.subscriptionSchedules.retrieve(scheduleId))
-      : await this.call('subscription_schedule.create', () => this.stripe.subscriptionSchedules.create({ from_subscription: subscriptionId }));
+      : await this.call('subscription_schedule.create', () =>
+          this.stripe.subscriptionSchedules.create({ from_subscription: subscriptionId }, keyed(idempotencyKey, 'create')),
+        );
     // The provider refuses phases that rewrite the past: the current phase goes back as it is.
     const current = schedule.phases.find((p) => p.start_date === schedule.current_phase?.start_date) ?? schedule.phases[0];
     return this.call('subscription_schedule.update', async () =>
@@ -234,7 +244,7 @@ export class StripePaymentProvider extends PaymentProvider {
             },
             { items: [change.next] },
           ],
-        }),
+        }, keyed(idempotencyKey, 'update')),
       ),
     );
   }
@@ -243,13 +253,15 @@ export class StripePaymentProvider extends PaymentProvider {
     return this.call('subscription_schedule.retrieve', async () => plain(await this.stripe.subscriptionSchedules.retrieve(scheduleId)));
   }
 
-  releaseSchedule(scheduleId: string): Promise<Record<string, any>> {
-    return this.call('subscription_schedule.release', async () => plain(await this.stripe.subscriptionSchedules.release(scheduleId)));
+  releaseSchedule(scheduleId: string, idempotencyKey?: string): Promise<Record<string, any>> {
+    return this.call('subscription_schedule.release', async () =>
+      plain(await this.stripe.subscriptionSchedules.release(scheduleId, {}, keyed(idempotencyKey, 'release'))),
+    );
   }
 
-  setCancelAtPeriodEnd(subscriptionId: string, cancel: boolean): Promise<Record<string, any>> {
+  setCancelAtPeriodEnd(subscriptionId: string, cancel: boolean, idempotencyKey?: string): Promise<Record<string, any>> {
     return this.call('subscription.update', async () =>
-      plain(await this.stripe.subscriptions.update(subscriptionId, { cancel_at_period_end: cancel })),
+      plain(await this.stripe.subscriptions.update(subscriptionId, { cancel_at_period_end: cancel }, keyed(idempotencyKey, 'update'))),
     );
   }
 
@@ -346,6 +358,15 @@ function plain(object: object & { lastResponse?: unknown }): Record<string, any>
   return rest as Record<string, any>;
 }
 
+/**
+ * The request options of one step of a keyed change: each of its requests has a key of its own, derived from the
+ * change's, so asking again with the change's key asks each step again with its own. Without one the SDK makes
+ * a key per call (kept across its own retries).
+ */
+function keyed(idempotencyKey: string | undefined, step: string): Stripe.RequestOptions | undefined {
+  return idempotencyKey === undefined ? undefined : { idempotencyKey: `${idempotencyKey}:${step}` };
+}
+
 function idOf(value: string | { id: string } | null): string | null {
   return typeof value === 'string' ? value : (value?.id ?? null);
 }
@@ -360,13 +381,27 @@ export function toPortError(err: unknown): PaymentProviderError {
   // The provider's 429 usually says no Retry-After (its limits are per second): then 1 s.
   const retryAfter = Number(err.headers?.['retry-after']);
   const retryAfterS = retryAfter > 0 ? retryAfter : kind === 'rate_limited' ? 1 : undefined;
-  return new PaymentProviderError(kind, err.message, err.param, retryAfterS);
+  return new PaymentProviderError(kind, err.message, err.param, retryAfterS, outcomeUnknown(err));
+}
+
+/**
+ * A request that timed out, or whose connection closed before the answer, may have been carried out (the SDK
+ * says as much of a closed connection); the provider answers 409 `idempotency_key_in_use` while it is still
+ * carrying out the first request of a key (the SDK's retry of a request that timed out meets exactly that).
+ */
+function outcomeUnknown(err: InstanceType<typeof Stripe.errors.StripeError>): boolean {
+  if (err instanceof Stripe.errors.StripeConnectionError) {
+    const code = (err.detail as { code?: string } | undefined)?.code;
+    return code === 'ETIMEDOUT' || code === 'ECONNRESET' || code === 'EPIPE';
+  }
+  return err.statusCode === 409 && err.code === 'idempotency_key_in_use';
 }
 
 function kindOf(err: InstanceType<typeof Stripe.errors.StripeError>): PaymentProviderErrorKind {
   const status = err.statusCode;
   if (err instanceof Stripe.errors.StripeConnectionError || status === undefined) return 'unavailable';
   if (status === 429) return 'rate_limited';
+  if (err.code === 'idempotency_key_in_use') return 'unavailable';
   if (status >= 500) return 'unavailable';
   if (status === 404 || err.code === 'resource_missing') return 'not_found';
   if (err instanceof Stripe.errors.StripeCardError) return 'payment_failed';

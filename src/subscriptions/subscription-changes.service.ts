@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditActor, AuditService } from '../audit/audit.service';
 import { AppException } from '../common/app-exception';
@@ -9,19 +10,18 @@ import { TierTable } from '../config/tiers';
 import { transaction } from '../database/transaction';
 import { IdentityService } from '../identity/identity.service';
 import { CallerLimits } from '../provider/caller-limits';
-import { PaymentProvider } from '../provider/payment-provider.port';
+import { PaymentProvider, PaymentProviderError } from '../provider/payment-provider.port';
 import { PriceCatalog } from '../provider/price-catalog';
 import { idOf } from '../provider/provider-event';
 import { changeFailure } from '../provider/provider-failure';
+import { SubscriptionChangeOutcomes, TransactionStep } from './change-outcomes';
+import { ExpectedSubscription } from './subscription-change-claim.entity';
 import { Claim, SubscriptionClaims } from './subscription-claims';
 import { ChangeSubscriptionDto, PreviewChangeDto, PreviewResponse, SubscriptionResponse, SubscriptionView, subscriptionView } from './subscription.dto';
 import { checkRequest, isUpgrade, Plan, samePlan, targetPlan, usersLimit } from './subscription-plan';
 import { LiveSubscription, SubscriptionsService } from './subscriptions.service';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
-
-/** A step of a change's transaction. */
-type TransactionStep = (m: EntityManager) => Promise<void>;
 
 /** A change planned from the stored subscription and the request: what to ask the provider for. */
 interface PlannedChange {
@@ -30,6 +30,19 @@ interface PlannedChange {
   to: Plan;
   upgrade: boolean;
   priceId: string;
+}
+
+/** A change to make at the provider: what it asks for, how its answer is recorded, and what it then shows. */
+interface ProviderChange {
+  /** The audit log's action. */
+  action: string;
+  /** The subscription once the provider has made it (how a webhook shows a change whose answer never came). */
+  expect: ExpectedSubscription;
+  /**
+   * The provider's calls; the same `key` again asks them again under the same idempotency keys, and gets the
+   * provider's answers to the first. Answers the step that records the change. Provider errors pass unmapped.
+   */
+  make(key: string): Promise<TransactionStep>;
 }
 
 /**
@@ -47,6 +60,7 @@ export class SubscriptionChangesService {
     private readonly subscriptions: SubscriptionsService,
     private readonly catalog: PriceCatalog,
     private readonly claims: SubscriptionClaims,
+    private readonly outcomes: SubscriptionChangeOutcomes,
     private readonly audit: AuditService,
     private readonly callerLimits: CallerLimits,
     private readonly config: AppConfig,
@@ -64,10 +78,12 @@ export class SubscriptionChangesService {
     const planned = await this.planChange(dto);
     this.callerLimits.take(caller.id);
     const prorationDate = nowSeconds();
-    const invoice = await this.atProvider(async () => {
+    const invoice = await (async () => {
       const itemId = await this.itemOf(planned.live.id);
       const when = planned.upgrade ? 'now' : 'period_end';
       return this.provider.previewItemChange(planned.live.id, { itemId, item: { price: planned.priceId, quantity: planned.to.seats }, prorationDate, when });
+    })().catch((err: unknown) => {
+      throw changeFailure(err);
     });
     return {
       amount_due: invoice.amountDue,
@@ -86,26 +102,39 @@ export class SubscriptionChangesService {
       const planned = await this.planChange(dto);
       const { live } = planned;
       this.callerLimits.take(caller.id);
-      const item = { price: planned.priceId, quantity: planned.to.seats };
-      const asOf = nowSeconds();
-      const done = (action: string, apply: TransactionStep) => this.record(live, by, action, claim, apply);
+      const { to } = planned;
+      const item = { price: planned.priceId, quantity: to.seats };
+      const action = 'subscription.changed';
       if (!planned.upgrade) {
-        await this.capMembers(live.organisationId, planned.to, claim);
-        const schedule = await this.atProvider(() => this.provider.scheduleItemChange(live.id, { scheduleId: live.scheduleId, next: item }));
-        return done('subscription.changed', (m) => this.subscriptions.applyScheduleAnswer(m, schedule, asOf));
+        await this.capMembers(live.organisationId, to, claim);
+        return this.carryOut(live, by, claim, {
+          action,
+          expect: { pending_change: { tier: to.tier, interval: to.interval, seats: to.seats } },
+          make: async (key) => {
+            const schedule = await this.provider.scheduleItemChange(live.id, { scheduleId: live.scheduleId, next: item }, key);
+            const asOf = nowSeconds();
+            return (m) => this.subscriptions.applyScheduleAnswer(m, schedule, asOf);
+          },
+        });
       }
       // A pending downgrade would still come at the period's end: the upgrade replaces it.
-      return this.afterRelease(live, asOf, done, async (applyRelease) => {
-        const itemId = await this.atProvider(() => this.itemOf(live.id));
-        const answer = await this.atProvider(() => this.provider.changeItemNow(live.id, { itemId, item, prorationDate: dto.proration_date }));
-        if (answer.pending_update) {
-          // pending_if_incomplete: the payment failed and the provider left the subscription as it was.
-          throw new AppException('payment_failed', 'The payment for this change failed; the plan in force stays as it was. Update the payment method and try again.');
-        }
-        return done('subscription.changed', async (m) => {
-          await applyRelease(m);
-          await this.subscriptions.applyAnswer(m, live.organisationId, answer, asOf);
-        });
+      return this.carryOut(live, by, claim, {
+        action,
+        expect: { tier: to.tier, interval: to.interval, seats: to.seats, pending_change: null },
+        make: (key) =>
+          this.afterRelease(live, by, claim, key, async (applyRelease) => {
+            const itemId = await this.itemOf(live.id);
+            const answer = await this.provider.changeItemNow(live.id, { itemId, item, prorationDate: dto.proration_date }, key);
+            if (answer.pending_update) {
+              // pending_if_incomplete: the payment failed and the provider left the subscription as it was.
+              throw new AppException('payment_failed', 'The payment for this change failed; the plan in force stays as it was. Update the payment method and try again.');
+            }
+            const asOf = nowSeconds();
+            return async (m) => {
+              await applyRelease(m);
+              await this.subscriptions.applyAnswer(m, live.organisationId, answer, asOf);
+            };
+          }),
       });
     });
   }
@@ -125,9 +154,16 @@ export class SubscriptionChangesService {
       const live = await this.requireLive(organisationId);
       if (!live.scheduleId) throw new AppException('no_pending_change', 'The subscription has no change scheduled for the end of its period.');
       this.callerLimits.take(caller.id);
-      const released = await this.atProvider(() => this.provider.releaseSchedule(live.scheduleId!));
-      const asOf = nowSeconds();
-      await this.record(live, by, 'subscription.pending_change_released', claim, (m) => this.subscriptions.applyScheduleAnswer(m, released, asOf));
+      const scheduleId = live.scheduleId;
+      await this.carryOut(live, by, claim, {
+        action: 'subscription.pending_change_released',
+        expect: { pending_change: null },
+        make: async (key) => {
+          const released = await this.provider.releaseSchedule(scheduleId, key);
+          const asOf = nowSeconds();
+          return (m) => this.subscriptions.applyScheduleAnswer(m, released, asOf);
+        },
+      });
     });
   }
 
@@ -139,38 +175,70 @@ export class SubscriptionChangesService {
         throw new AppException('no_change', cancel ? 'The subscription already ends with its period.' : 'The subscription is not set to end with its period.');
       }
       this.callerLimits.take(caller.id);
-      const asOf = nowSeconds();
-      const done = (action: string, apply: TransactionStep) => this.record(live, by, action, claim, apply);
       // The provider leaves a scheduled subscription's cancellation to its schedule: a cancellation replaces the
       // change the schedule holds (a resumed subscription has none: the cancellation released it).
-      return this.afterRelease(live, asOf, done, async (applyRelease) => {
-        const answer = await this.atProvider(() => this.provider.setCancelAtPeriodEnd(live.id, cancel));
-        return done(cancel ? 'subscription.cancel_scheduled' : 'subscription.resumed', async (m) => {
-          await applyRelease(m);
-          await this.subscriptions.applyAnswer(m, organisationId, answer, asOf);
-        });
+      return this.carryOut(live, by, claim, {
+        action: cancel ? 'subscription.cancel_scheduled' : 'subscription.resumed',
+        expect: { cancel_at_period_end: cancel },
+        make: (key) =>
+          this.afterRelease(live, by, claim, key, async (applyRelease) => {
+            const answer = await this.provider.setCancelAtPeriodEnd(live.id, cancel, key);
+            const asOf = nowSeconds();
+            return async (m) => {
+              await applyRelease(m);
+              await this.subscriptions.applyAnswer(m, organisationId, answer, asOf);
+            };
+          }),
       });
     });
   }
 
   /**
-   * Releases the subscription's schedule first, when it has one, then runs `next` with the release to apply
-   * in its transaction. A release the provider made stays recorded (and audited) when `next` then fails.
+   * Makes the change at the provider and records its answer. When the provider does not answer in time, the
+   * change may still be made there: the claim is kept for its outcome, which the provider's answer (asked for
+   * again under the same key) or its webhook settles (SubscriptionChangeOutcomes), and the caller is told so
+   * (504 provider_timeout), never that nothing changed.
    */
-  private async afterRelease<T>(
+  private async carryOut(live: LiveSubscription, by: AuditActor, claim: Claim, change: ProviderChange): Promise<SubscriptionResponse> {
+    const key = randomUUID();
+    let apply: TransactionStep;
+    try {
+      apply = await change.make(key);
+    } catch (err) {
+      if (!(err instanceof PaymentProviderError && err.outcomeUnknown)) throw changeFailure(err);
+      const before = { subscription: await this.view(this.db.manager, live.organisationId) };
+      const awaited = { ...by, action: change.action, subscriptionId: live.id, customerId: live.customerId, before, expect: change.expect };
+      const claimId = await claim.awaitOutcome(awaited);
+      this.outcomes.followUp(live.organisationId, claimId, awaited, () => change.make(key));
+      throw new AppException(
+        'provider_timeout',
+        'The payment provider did not answer in time: the change may have been applied, and will show within minutes. Do not repeat it meanwhile.',
+      );
+    }
+    return this.record(live, by, change.action, claim, apply);
+  }
+
+  /**
+   * Releases the subscription's schedule first, when it has one, then runs `next` with the release to apply
+   * in its transaction. A release the provider made stays recorded (and audited) when `next` then fails; one
+   * whose next step's outcome is not known yet is recorded with that step.
+   */
+  private async afterRelease(
     live: LiveSubscription,
-    asOf: number,
-    done: (action: string, apply: TransactionStep) => Promise<SubscriptionResponse>,
-    next: (applyRelease: TransactionStep) => Promise<T>,
-  ): Promise<T> {
+    by: AuditActor,
+    claim: Claim,
+    key: string,
+    next: (applyRelease: TransactionStep) => Promise<TransactionStep>,
+  ): Promise<TransactionStep> {
     const scheduleId = live.scheduleId;
     if (!scheduleId) return next(async () => undefined);
-    const released = await this.atProvider(() => this.provider.releaseSchedule(scheduleId));
+    const released = await this.provider.releaseSchedule(scheduleId, key);
+    const asOf = nowSeconds();
     const applyRelease: TransactionStep = (m) => this.subscriptions.applyScheduleAnswer(m, released, asOf);
     try {
       return await next(applyRelease);
     } catch (err) {
-      await done('subscription.pending_change_released', applyRelease);
+      if (!(err instanceof PaymentProviderError && err.outcomeUnknown)) await this.record(live, by, 'subscription.pending_change_released', claim, applyRelease);
       throw err;
     }
   }
@@ -221,15 +289,6 @@ export class SubscriptionChangesService {
     const itemId = idOf(sub.items?.data?.[0]?.id);
     if (!itemId) throw new AppException('provider_error', 'The subscription has no item at the payment provider.');
     return itemId;
-  }
-
-  /** Calls the provider, turning its failures into this API's answers (changeFailure). */
-  private async atProvider<T>(call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (err) {
-      throw changeFailure(err);
-    }
   }
 
   /**

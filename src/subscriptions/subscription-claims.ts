@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppException } from '../common/app-exception';
+import { AwaitedChange } from './subscription-change-claim.entity';
 import { SubscriptionClaimsRepository } from './subscription-claims.repository';
 
 // A second change waits up to ~10 s for the first (a few provider calls), then answers 409 change_in_progress.
@@ -16,6 +17,11 @@ export interface Claim {
   end(m: EntityManager): Promise<void>;
   /** Holds member additions to `usersCap` while the claim lasts (a downgrade that lowers the users limit). */
   cap(m: EntityManager, usersCap: number): Promise<void>;
+  /**
+   * Keeps the claim past `work` for a change whose outcome at the provider is not known yet, until its answer or
+   * its webhook settles it (SubscriptionChangeOutcomes) or AWAIT_LEASE_S passes. Answers the claim's id.
+   */
+  awaitOutcome(awaiting: AwaitedChange): Promise<string>;
 }
 
 /**
@@ -37,18 +43,32 @@ export class SubscriptionClaims {
   async during<T>(organisationId: string, work: (claim: Claim) => Promise<T>): Promise<T> {
     const claim = randomUUID();
     for (let attempt = 1; !(await this.repository.claim(organisationId, claim)); attempt++) {
+      if (await this.repository.isAwaiting(organisationId)) {
+        throw new AppException(
+          'change_in_progress',
+          'The last change of this subscription got no answer from the payment provider in time: it may have been applied, and will ' +
+            'show within minutes. Try again once it does.',
+          { retryAfterS: 30 },
+        );
+      }
       if (attempt >= CLAIM_ATTEMPTS) {
         throw new AppException('change_in_progress', 'Another change of this subscription is being made; try again in a moment.', { retryAfterS: 2 });
       }
       await sleep(CLAIM_RETRY_MS);
     }
+    let kept = false;
     try {
       return await work({
         end: (m) => this.repository.release(m, organisationId, claim),
         cap: (m, usersCap) => this.repository.cap(m, organisationId, claim, usersCap),
+        awaitOutcome: async (awaiting) => {
+          await this.repository.awaitOutcome(organisationId, claim, awaiting);
+          kept = true;
+          return claim;
+        },
       });
     } finally {
-      await this.repository.release(this.db.manager, organisationId, claim);
+      if (!kept) await this.repository.release(this.db.manager, organisationId, claim);
     }
   }
 }

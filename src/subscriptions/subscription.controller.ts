@@ -54,7 +54,7 @@ export class SubscriptionController {
       "An upgrade (a later tier, more seats, a longer interval) takes effect now, prorated and invoiced at once; a downgrade at the period's end, shown as pending_change.",
   })
   @ApiOkResponse({ type: SubscriptionResponse })
-  @ApiErrors(400, 401, 402, 403, 404, 409, 429, 502, 503)
+  @ApiErrors(400, 401, 402, 403, 404, 409, 429, 502, 503, 504)
   change(@CurrentUser() user: AuthUser, @Body() body: ChangeSubscriptionDto, @Actor() by: AuditActor): Promise<SubscriptionResponse> {
     return this.subscriptions.change(user, body, by);
   }
@@ -64,7 +64,7 @@ export class SubscriptionController {
   @Session(OWNER_OR_ADMIN)
   @ApiOperation({ summary: "Drop the change scheduled for the period's end (owner or admin)" })
   @ApiNoContentResponse({ description: 'Released: the subscription stays as it is' })
-  @ApiErrors(400, 401, 403, 404, 409, 429, 502, 503)
+  @ApiErrors(400, 401, 403, 404, 409, 429, 502, 503, 504)
   releasePendingChange(@CurrentUser() user: AuthUser, @Query() query: SubscriptionQuery, @Actor() by: AuditActor): Promise<void> {
     return this.subscriptions.releasePendingChange(user, query.organisation_id, by);
   }
@@ -74,7 +74,7 @@ export class SubscriptionController {
   @Session(OWNER_OR_ADMIN)
   @ApiOperation({ summary: "End the subscription with its current period (owner or admin); the paid tier stays until then" })
   @ApiOkResponse({ type: SubscriptionResponse })
-  @ApiErrors(400, 401, 403, 404, 409, 429, 502, 503)
+  @ApiErrors(400, 401, 403, 404, 409, 429, 502, 503, 504)
   cancel(@CurrentUser() user: AuthUser, @Body() body: OrganisationBody, @Actor() by: AuditActor): Promise<SubscriptionResponse> {
     return this.subscriptions.cancel(user, body.organisation_id, by);
   }
@@ -84,7 +84,7 @@ export class SubscriptionController {
   @Session(OWNER_OR_ADMIN)
   @ApiOperation({ summary: 'Undo a cancellation before the period ends (owner or admin)' })
   @ApiOkResponse({ type: SubscriptionResponse })
-  @ApiErrors(400, 401, 403, 404, 409, 429, 502, 503)
+  @ApiErrors(400, 401, 403, 404, 409, 429, 502, 503, 504)
   resume(@CurrentUser() user: AuthUser, @Body() body: OrganisationBody, @Actor() by: AuditActor): Promise<SubscriptionResponse> {
     return this.subscriptions.resume(user, body.organisation_id, by);
   }

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { SubscriptionChangeOutcomes } from './change-outcomes';
 import { PendingUsersLimits } from './pending-users-limit';
 import { SubscriptionClaims } from './subscription-claims';
 import { SubscriptionClaimsRepository } from './subscription-claims.repository';
@@ -24,7 +25,8 @@ import { SubscriptionsService } from './subscriptions.service';
     SubscriptionClaims,
     SubscriptionClaimsRepository,
     PendingUsersLimits,
+    SubscriptionChangeOutcomes,
   ],
-  exports: [SubscriptionsService, PendingUsersLimits],
+  exports: [SubscriptionsService, PendingUsersLimits, SubscriptionChangeOutcomes],
 })
 export class SubscriptionsModule {}

@@ -11,6 +11,7 @@ import { AppConfig } from '../config/app-config';
 import { lockProviderIds } from '../subscriptions/provider-locks';
 import { PaymentProvider } from '../provider/payment-provider.port';
 import { subscriptionSchema, wrongTypes } from '../provider/provider-objects';
+import { SubscriptionChangeOutcomes } from '../subscriptions/change-outcomes';
 import { LicenseChanges } from '../subscriptions/license-changes.port';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent, ProviderAnswer, ProviderAnswerNeeded, ProviderAnswers } from './event-handler';
 import { claimEvent, ClaimLost, finishEvent, recordEvent, unmatchedEvents } from './event-ledger';
@@ -50,6 +51,7 @@ export class EventDispatcher implements OnModuleInit {
     private readonly licenseChanges: LicenseChanges,
     private readonly provider: PaymentProvider,
     private readonly audit: AuditService,
+    private readonly changeOutcomes: SubscriptionChangeOutcomes,
   ) {}
 
   onModuleInit() {
@@ -84,6 +86,11 @@ export class EventDispatcher implements OnModuleInit {
         const organisations = new Set(applied.filter((a) => a.outcome.subscriptionApplied).map((a) => a.outcome.organisationId));
         for (const organisationId of organisations) {
           if (organisationId) await this.licenseChanges.licenseMayHaveChanged(manager, organisationId);
+        }
+        // A subscription change whose answer never came is known once an event shows what it made (spec §11.4).
+        const changed = new Set(applied.filter((a) => a.outcome.status === 'processed').map((a) => a.outcome.organisationId));
+        for (const organisationId of changed) {
+          if (organisationId) await this.changeOutcomes.settleFromEvents(manager, organisationId);
         }
         const { outcome } = applied[0];
         const result = { id: event.id, status: outcome.status, reason: outcome.reason ?? null };

@@ -14,4 +14,5 @@ import '../billing-plans.e2e-spec';
 import '../billing-subscription.e2e-spec';
 import '../billing-subscription-concurrency.e2e-spec';
 import '../billing-subscription-members.e2e-spec';
+import '../billing-subscription-timeout.e2e-spec';
 import '../billing-subscription-sandbox.e2e-spec';

@@ -43,7 +43,8 @@ import { signatureHeader, WEBHOOK_PATH } from './webhook-signing';
  * provider-api.json (an unknown one → 400 parameter_unknown; a wrong type, a too-long string, a value
  * outside an enum → 400 naming the param); a customer or price it does not know → 400 resource_missing
  * with that param; an Idempotency-Key reused with other parameters → 400 idempotency_error, reused with the
- * same → the first answer again (`Idempotent-Replayed: true`); errors carry the provider's error object
+ * same → the first answer again (`Idempotent-Replayed: true`), and one still being carried out → 409
+ * `idempotency_key_in_use`; errors carry the provider's error object
  * (`type`, `code`, `message`, `param`, `doc_url`, `request_log_url`), and 5xx/429/409 answers say
  * `Stripe-Should-Retry: true`. With `rateLimit(n)`, more than n requests within a second are answered 429
  * `rate_limit` as the provider answers them (its test mode allows 25). Objects are the provider's published fixtures (provider-fixtures.json) with
@@ -136,9 +137,12 @@ export interface FakeProvider {
 
   // --- held requests (the webhook's tests of a hung provider) ---
   /**
-   * Requests whose path starts with `prefix` get no answer until `release()` (a provider that hangs, for as
-   * long as the test needs, with no client timeout involved). `held()`: how many wait now. `after`: the request
-   * is carried out first (its effects and events happen) and only its answer waits; `method`: only requests of it.
+   * Requests whose path starts with `prefix` get no answer until `release()`, as a provider that takes its time:
+   * for as long as the test needs, whatever the client's timeout; a request the client gave up on is still
+   * carried out on release, as the provider does. `held()`: how many wait now. `after`: the request is carried
+   * out first (its effects and events happen) and only its answer waits; `method`: only requests of it. While a
+   * POST is held, its Idempotency-Key is in use: another request with it is answered 409
+   * `idempotency_key_in_use` at once (the SDK's retry of a request that timed out meets that).
    */
   hold(prefix: string, opts?: { after?: boolean; method?: string }): void;
   held(): number;
@@ -171,6 +175,12 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
   };
   for (const id of opts.prices ?? []) addPrice(id);
   const idempotent = new Map<string, { fingerprint: string; status: number; body: unknown }>();
+  // Keys of POSTs being carried out (held ones too), until their answer is kept: another request with one is
+  // answered 409 at once. Each request's own mark, so that it frees only what it took.
+  const keysInFlight = new Map<string, object>();
+  const free = (key: string | undefined, mark: object) => {
+    if (key !== undefined && keysInFlight.get(key) === mark) keysInFlight.delete(key);
+  };
   const events: Record<string, any>[] = [];
   const meterEvents: FakeProvider['meterEvents'] = [];
   const meterCallsInFlight = new Set<string>();
@@ -413,6 +423,22 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
   };
 
   const answer = async (req: IncomingMessage, res: ServerResponse, raw: string, recorded: RecordedRequest, concurrentMeterCall: boolean) => {
+    const inFlight = typeof req.headers['idempotency-key'] === 'string' && recorded.method === 'POST' ? req.headers['idempotency-key'] : undefined;
+    if (inFlight !== undefined && keysInFlight.has(inFlight)) {
+      // The provider is still carrying out the first request of this key (a client that timed out retries it).
+      res.writeHead(409, { 'Content-Type': 'application/json', 'Request-Id': newId('req_'), 'Stripe-Should-Retry': 'true' });
+      return void res.end(JSON.stringify(keyInUse(inFlight)));
+    }
+    const mark = {};
+    if (inFlight !== undefined) keysInFlight.set(inFlight, mark);
+    try {
+      await carryOut(req, res, raw, recorded, concurrentMeterCall, () => free(inFlight, mark));
+    } finally {
+      free(inFlight, mark);
+    }
+  };
+
+  const carryOut = async (req: IncomingMessage, res: ServerResponse, raw: string, recorded: RecordedRequest, concurrentMeterCall: boolean, kept: () => void) => {
     const holding = () =>
       holdPrefix !== undefined && recorded.path.startsWith(holdPrefix) && (holdOpts.method === undefined || holdOpts.method === recorded.method);
     if (holding() && !holdOpts.after) await new Promise<void>((resume) => heldRequests.push(resume));
@@ -453,6 +479,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       // The provider keeps the answer under the key once it executed the request (never a 5xx).
       if (typeof key === 'string' && recorded.method === 'POST' && status < 500) idempotent.set(key, { fingerprint, status, body });
     }
+    kept();
     if (holding() && holdOpts.after) await new Promise<void>((resume) => heldRequests.push(resume));
     if (status >= 400) headers['Stripe-Should-Retry'] = String(status >= 500 || status === 429 || status === 409);
     res.writeHead(status, headers);
@@ -712,6 +739,17 @@ export function parseForm(params: URLSearchParams): Record<string, unknown> {
     });
   }
   return root;
+}
+
+/** The provider's answer to a request whose idempotency key another request still being carried out holds. */
+function keyInUse(key: string) {
+  return stripeError({
+    type: 'invalid_request_error',
+    code: 'idempotency_key_in_use',
+    message:
+      'There is currently another in-progress request using this Idempotent Key (that probably means you submitted twice, ' +
+      `and the other request is still going through): ${key}. Please try again later.`,
+  });
 }
 
 /** The provider's error object. */
