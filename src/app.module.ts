@@ -8,6 +8,7 @@ import { ConsoleModule } from './console/console.module';
 import { MetersModule } from './billing/meters/meters.module';
 import { AppConfigModule } from './config/app-config.module';
 import { DatabaseModule } from './database/database.module';
+import { JobQueueModule } from './database/job-queue.module';
 import { HealthModule } from './health/health.module';
 import { RouteAuthGuard } from './identity/auth.guard';
 import { IdentityModule } from './identity/identity.module';
@@ -49,6 +50,7 @@ export class AppModule {
       imports: [
         AppConfigModule.forRoot(config),
         DatabaseModule.forRoot(config),
+        JobQueueModule,
         AuditModule,
         IdentityModule,
         ProviderModule.forRoot({ module: SandboxModule, adapter: SandboxPaymentProvider }),

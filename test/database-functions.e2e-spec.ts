@@ -3,7 +3,7 @@ import { BILLING_FUNCTIONS } from '../src/billing/meters/meters.functions';
 import { DatabaseFunction } from '../src/database/database-function';
 import { IDENTITY_FUNCTIONS } from '../src/identity/identity.functions';
 import { LICENSING_FUNCTIONS } from '../src/licensing/license-state';
-import { DELIVERY_TASK } from '../src/notifications/job-queue';
+import { DELIVERY_TASK } from '../src/notifications/notification-deliveries.repository';
 import { NOTIFICATIONS_FUNCTIONS } from '../src/notifications/notifications.functions';
 import { SUBSCRIPTIONS_FUNCTIONS } from '../src/subscriptions/subscriptions.functions';
 import { WEBHOOK_FUNCTIONS } from '../src/webhook/webhook.functions';

@@ -1,5 +1,5 @@
 import { DataSource, QueryRunner } from 'typeorm';
-import { installJobQueueSchema } from '../notifications/job-queue';
+import { installJobQueueSchema } from './job-queue';
 import { typeOrmOptions } from './typeorm-options';
 
 /**

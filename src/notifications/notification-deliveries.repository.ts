@@ -1,9 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { deliveryJobKey, DELIVERY_TASK } from './job-queue';
 import { DeliveryStatus, NotificationDelivery } from './notification-delivery.entity';
 import { NotificationMessage } from './notification-message.entity';
+
+/** Delivers one notification delivery (payload `{ delivery_id }`), job key `notification_delivery:<id>`. */
+export const DELIVERY_TASK = 'notification_delivery';
+
+/** The job key of a delivery: one live job per delivery; adding it again replaces (or succeeds) the old one. */
+export const deliveryJobKey = (deliveryId: string) => `${DELIVERY_TASK}:${deliveryId}`;
 
 /** A message's status: pending while any delivery is, else failed when any gave up, else delivered. */
 const MESSAGE_STATUS_SQL = `

@@ -1,7 +1,7 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 import { MeteredMetric } from '../../config/tiers';
-import { JobQueueTasks } from '../../notifications/job-queue';
+import { JobQueueTasks } from '../../database/job-queue';
 import { meterEvents, trackMeterWindows } from '../../common/metrics';
 import { PaymentProvider, PaymentProviderError } from '../../provider/payment-provider.port';
 import { METER_EVENT_MAX_AGE_S } from '../../provider/meter-rules';

@@ -1,17 +1,16 @@
 import { Module } from '@nestjs/common';
-import { NotificationsModule } from '../../notifications/notifications.module';
 import { BillingModule } from '../billing.module';
 import { MeterDelivery } from './meter-delivery.service';
 import { MeterReport } from './meter-report.service';
 import { MetersRepository } from './meters.repository';
 
 /**
- * Provider meters (spec §13): the usage licensing accepts, summed per window in its own write (the fragment
- * in meters.repository.ts) and delivered to the provider's billing meter by the job queue. In billing, because
- * what it owns is a record of what the provider is told to charge; licensing only embeds the fragment.
+ * Provider meters (spec §13): the usage licensing accepts, summed per window in its own write (through
+ * billing.meter_usage, this module's function) and delivered to the provider's billing meter by the job queue. In
+ * billing, because what it owns is a record of what the provider is told to charge.
  */
 @Module({
-  imports: [BillingModule, NotificationsModule],
+  imports: [BillingModule],
   providers: [MetersRepository, MeterDelivery, MeterReport],
   exports: [MeterReport],
 })

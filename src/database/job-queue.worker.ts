@@ -3,11 +3,9 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { run, Runner } from 'graphile-worker';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'pg';
-import { AppConfig } from '../config/app-config';
 import { jobQueueRestarts } from '../common/metrics';
-import { DELIVERY_TASK, JobQueueTasks, jobQueuePool, MINUTELY_TASK, queueLogger } from './job-queue';
-import { NotificationDeliveryService } from './notification-delivery.service';
-import { NotificationsService } from './notifications.service';
+import { AppConfig } from '../config/app-config';
+import { JobQueueTasks, jobQueuePool, MINUTELY_TASK, queueLogger } from './job-queue';
 
 // Attempts in flight per instance: each is mostly waiting on a receiver (at most 10 s).
 const CONCURRENCY = 4;
@@ -18,7 +16,8 @@ const restartDelayMs = (attempt: number) => Math.min(1000 * 2 ** (attempt - 1), 
 
 /**
  * The queue's worker, in every instance of the HTTP service (not in the CLI, whose application context has
- * no HTTP adapter), when NOTIFY_URLS is set or another module registered tasks (JobQueueTasks). It LISTENs for new jobs, so it has its own small pool on
+ * no HTTP adapter), when a module registered tasks (JobQueueTasks: notifications with NOTIFY_URLS set, meters
+ * with a provider meter configured). It LISTENs for new jobs, so it has its own small pool on
  * DATABASE_DIRECT_URL (a pooler in transaction mode cannot keep a LISTEN); the tasks themselves use the
  * app's pool. Stopped before the app's pool closes: attempts in flight finish (or are interrupted after
  * 5 s and retried later), and jobs not started stay queued for any instance.
@@ -28,8 +27,8 @@ const restartDelayMs = (attempt: number) => Math.min(1000 * 2 ** (attempt - 1), 
  * and this class starts a new one once the database answers again, the job unlocked to run again.
  */
 @Injectable()
-export class NotificationWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('Notifications');
+export class JobQueueWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('JobQueue');
   private readonly shutdown = new AbortController();
   private pool?: Pool;
   private runner?: Runner;
@@ -40,23 +39,19 @@ export class NotificationWorker implements OnApplicationBootstrap, BeforeApplica
   constructor(
     private readonly config: AppConfig,
     private readonly adapterHost: HttpAdapterHost,
-    private readonly deliveries: NotificationDeliveryService,
-    private readonly notifications: NotificationsService,
-    private readonly others: JobQueueTasks,
+    private readonly queue: JobQueueTasks,
   ) {}
 
   async onApplicationBootstrap() {
-    if (!(this.notifications.enabled || this.others.users.length) || !this.adapterHost.httpAdapter) return;
+    if (!this.queue.users.length || !this.adapterHost.httpAdapter) return;
     this.pool = jobQueuePool(this.config.databaseDirectUrl ?? this.config.databaseUrl, CONCURRENCY + 1);
     await this.start(this.pool);
-    for (const user of this.others.users) await user.started?.();
-    if (this.notifications.enabled) this.logger.log(`notifications: sending to ${this.config.notifyUrls.length} URL(s)`);
+    for (const user of this.queue.users) await user.started?.();
   }
 
-  /** The minutely job: notifications' steps, then each other user's, each on its own. */
+  /** The minutely job: each user's step, each on its own. */
   private async minutely(): Promise<void> {
-    await this.notifications.minutely();
-    for (const user of this.others.users) {
+    for (const user of this.queue.users) {
       await user.minutely?.().catch((err: Error) => this.logger.error({ msg: 'job queue: a minutely step failed; trying again in a minute', err }));
     }
   }
@@ -80,11 +75,7 @@ export class NotificationWorker implements OnApplicationBootstrap, BeforeApplica
       // Unbatched (the default), a job's outcome that cannot be written is a promise nobody handles, which ends
       // the process; batched, the failure stops the worker pool (and so the runner), which is restarted below.
       preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
-      taskList: {
-        ...Object.assign({}, ...this.others.users.map((user) => user.tasks)),
-        [DELIVERY_TASK]: (payload, helpers) => this.deliveries.attempt((payload as { delivery_id: string }).delivery_id, helpers.abortSignal),
-        [MINUTELY_TASK]: () => this.minutely(),
-      },
+      taskList: { ...Object.assign({}, ...this.queue.users.map((user) => user.tasks)), [MINUTELY_TASK]: () => this.minutely() },
       // graphile's cron schedules each minute once across all instances; a missed minute is not backfilled.
       crontab: `* * * * * ${MINUTELY_TASK} ?max=1`,
     });

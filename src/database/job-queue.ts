@@ -1,7 +1,7 @@
 import { Injectable, Logger as NestLogger } from '@nestjs/common';
 import { Logger, runMigrations, TaskList } from 'graphile-worker';
 import { Pool } from 'pg';
-import { ClosingClient } from '../database/closing-client';
+import { ClosingClient } from './closing-client';
 
 /**
  * The PostgreSQL job queue (graphile-worker 0.17, the last major that runs on Node 20; 0.18 needs Node 22): jobs are rows in
@@ -11,15 +11,14 @@ import { ClosingClient } from '../database/closing-client';
  * the worker itself, which LISTENs for new jobs, needs a session: its own small pool on DATABASE_DIRECT_URL.
  */
 
-/** Delivers one notification delivery (payload `{ delivery_id }`), job key `notification_delivery:<id>`. */
-export const DELIVERY_TASK = 'notification_delivery';
-/** Once a minute on one instance (graphile's cron): grace expiries, lost jobs, old messages. */
+/**
+ * Once a minute on one instance (graphile's cron): each user's minutely step (notifications' grace and override
+ * expiries, lost jobs, old messages; meters' lost windows). The name is kept from when the queue was
+ * notifications' alone: graphile's cron keeps its last run under it.
+ */
 export const MINUTELY_TASK = 'notifications_minutely';
 
-/** The job key of a delivery: one live job per delivery; adding it again replaces (or succeeds) the old one. */
-export const deliveryJobKey = (deliveryId: string) => `${DELIVERY_TASK}:${deliveryId}`;
-
-/** What another module runs on the queue: its tasks, a step of the minutely job, and what to do once the worker runs. */
+/** What a module runs on the queue: its tasks, a step of the minutely job, and what to do once the worker runs. */
 export interface QueueUser {
   tasks: TaskList;
   minutely?: () => Promise<void>;
@@ -27,8 +26,8 @@ export interface QueueUser {
 }
 
 /**
- * The queue's tasks beyond notifications' own (billing's meter reports, spec §13), registered by their module
- * at init; the worker (notification-worker.ts) runs them, and runs at all when any is registered.
+ * The queue's users (notifications' deliveries, billing's meter reports), each registered by its module at
+ * init; the worker (job-queue.worker.ts) runs their tasks, and runs at all when any is registered.
  */
 @Injectable()
 export class JobQueueTasks {
