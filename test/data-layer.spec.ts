@@ -7,8 +7,7 @@ const DATABASE_CALL = /\.query\s*[<(]|createQueryBuilder|getRepository|preparedQ
 
 /** Files outside a repository allowed to run SQL, and why. */
 const MACHINERY: Record<string, string> = {
-  'src/database/': 'the data layer itself: the transaction helper, preparedQuery, migrations and their lock, start-up checks',
-  'src/notifications/notification-worker.ts': "graphile-worker's own force_unlock_workers, on the job queue's own pool",
+  'src/database/': "the data layer itself: the transaction helper, preparedQuery, migrations and their lock, start-up checks, the job queue's worker (graphile-worker's own force_unlock_workers, on its own pool)",
 };
 
 function callsOutsideRepositories(): string[] {

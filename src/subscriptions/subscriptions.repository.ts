@@ -119,48 +119,6 @@ const SCHEDULE_SQL = `
     schedule_event_rank = $5, updated_at = now()
   WHERE subscription_id = $1`;
 
-/**
- * What keeps a subscription from shaping its organisation's license, each as a condition on its row, in the
- * order the explain read reports them: written once, for licenseCandidates and ofOrganisation.
- */
-const NOT_CANDIDATE = [
-  { reason: 'deleted', when: 'deleted_event_created IS NOT NULL' },
-  { reason: 'no_tier', when: 'tier IS NULL' },
-  { reason: 'no_status', when: 'status IS NULL' },
-  { reason: 'incomplete', when: "status = 'incomplete'" },
-] as const;
-
-/** Why a subscription is not a license candidate (subscriptionSql.ofOrganisation's `not_candidate`). */
-export type NotCandidate = (typeof NOT_CANDIDATE)[number]['reason'];
-
-/**
- * Billing's subscriptions as SQL fragments, for other modules' one-round-trip statements (the status read
- * and the usage write derive the license from them inside their own statement).
- */
-export const subscriptionSql = {
-  /**
-   * The subscriptions that can shape the organisation's license: not deleted, with a tier, and past
-   * `incomplete` (a first payment still pending grants nothing yet): none of NOT_CANDIDATE holds. Columns:
-   * subscription_id, tier, status, period_start, period_end, past_due_since, last_event_created, seats.
-   */
-  licenseCandidates: (organisationId: string) => `
-    SELECT subscription_id, tier, status, current_period_start AS period_start, current_period_end AS period_end,
-           past_due_since, last_event_created, seats
-    FROM provider_subscriptions
-    WHERE organisation_id = ${organisationId} AND ${NOT_CANDIDATE.map((c) => `NOT (${c.when})`).join(' AND ')}`,
-
-  /**
-   * Every subscription of the organisation, deleted ones too, with `not_candidate`: the first reason of
-   * NOT_CANDIDATE that keeps it from being a license candidate (null for a candidate). Columns:
-   * subscription_id, tier, tier_source, status, last_event_created, not_candidate.
-   */
-  ofOrganisation: (organisationId: string) => `
-    SELECT subscription_id, tier, tier_source, status, last_event_created,
-           CASE ${NOT_CANDIDATE.map((c) => `WHEN ${c.when} THEN '${c.reason}'`).join(' ')} END AS not_candidate
-    FROM provider_subscriptions
-    WHERE organisation_id = ${organisationId}`,
-};
-
 const DRIFT_COLUMNS = {
   tier: true,
   status: true,
