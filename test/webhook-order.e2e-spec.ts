@@ -40,6 +40,9 @@ function expected(specs: Spec[], subscriptionId: string): LicenseView {
   return state!;
 }
 
+const permutations = (xs: Spec[]): Spec[][] =>
+  xs.length <= 1 ? [xs] : xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((p) => [x, ...p]));
+
 describe('webhook ordering: the final license does not depend on delivery order', () => {
   let t: TestApp;
   beforeAll(async () => {
@@ -81,12 +84,27 @@ describe('webhook ordering: the final license does not depend on delivery order'
       { kind: 'updated', created: 300, n: 2 },
       { kind: 'deleted', created: 200, n: 3 },
     ];
-    const permutations = (xs: Spec[]): Spec[][] =>
-      xs.length <= 1 ? [xs] : xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((p) => [x, ...p]));
     for (const order of permutations(specs)) {
       const { license, subscriptionId } = await run(order);
       expect(license).toEqual(expected(specs, subscriptionId));
       expect(license.tier).toBe('free');
+    }
+  }, 60_000);
+
+  it('every permutation of created and three updates with clashing timestamps, no deletion: the newest wins', async () => {
+    // Without a deletion to end them, every event older than the last applied must be refused as stale: the
+    // update of second 200 arriving after the one of 300 must not bring back its plan, nor the created of second
+    // 100 after the update of that second.
+    const specs: Spec[] = [
+      { kind: 'created', created: 100, n: 0 },
+      { kind: 'updated', created: 100, n: 1 },
+      { kind: 'updated', created: 300, n: 2 },
+      { kind: 'updated', created: 200, n: 4 },
+    ];
+    for (const order of permutations(specs)) {
+      const { license, subscriptionId } = await run(order);
+      expect(license).toEqual(expected(specs, subscriptionId));
+      expect(license.current_period_start).toBe(10_002);
     }
   }, 60_000);
 
