@@ -1,4 +1,4 @@
-import { MeterDelivery } from '../src/billing/meters/meter-delivery.service';
+import { MeterDelivery } from '../src/billing/meters/meter-delivery';
 import { MeterEventInput, PaymentProvider } from '../src/provider/payment-provider.port';
 import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
 import { createTestDatabase } from './support/databases';

@@ -1,4 +1,4 @@
-import { MeterDelivery } from '../src/billing/meters/meter-delivery.service';
+import { MeterDelivery } from '../src/billing/meters/meter-delivery';
 import { MetersRepository } from '../src/billing/meters/meters.repository';
 import { DAY, nowS, setLicense } from './licensing-fixtures';
 import { createOrganisation, startTestApp, TestApp } from './support/test-app';

@@ -1,7 +1,7 @@
 import * as pg from 'pg';
 import { eventCommands } from '../src/cli/events.commands';
 import { PaymentProvider } from '../src/provider/payment-provider.port';
-import { ProviderSync, SyncSummary } from '../src/webhook/provider-sync.service';
+import { ProviderSync, SyncSummary } from '../src/webhook/provider-sync';
 import { FAKE_SECRET_KEY, FakeProvider } from './support/fake-provider';
 import { newNotifySecret, NotificationReceiver, startReceiver } from './support/notification-receiver';
 import { providerEvent } from './support/provider-events';

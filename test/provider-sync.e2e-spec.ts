@@ -1,6 +1,6 @@
 import { eventCommands } from '../src/cli/events.commands';
 import { providerSyncChanges } from '../src/common/metrics';
-import { ProviderSync, SyncSummary } from '../src/webhook/provider-sync.service';
+import { ProviderSync, SyncSummary } from '../src/webhook/provider-sync';
 import { ProviderSyncSchedule } from '../src/webhook/provider-sync.schedule';
 import { FakeProvider, fakeProviderEnv, startFakeProvider } from './support/fake-provider';
 import { licenseOf } from './support/license-state';

@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { EventDispatcher } from '../webhook/event-dispatcher';
 import { listEvents } from '../webhook/webhook-ledger.repository';
-import { EVENT_RETENTION_DAYS, ProviderSync } from '../webhook/provider-sync.service';
+import { EVENT_RETENTION_DAYS, ProviderSync } from '../webhook/provider-sync';
 import { LEDGER_STATUSES, LedgerStatus } from '../provider/provider-event';
 import { cliActor, CliCommand, integerFlag, limitFlag, oneOfFlag, requireFlag } from './cli-command';
 

@@ -1,5 +1,5 @@
 import { isUUID } from 'class-validator';
-import { MeterReport } from '../billing/meters/meter-report.service';
+import { MeterReport } from '../billing/meters/meter-report';
 import { CliCommand, CliUsageError, optionalFlag } from './cli-command';
 
 /** usage:meters: per organisation and metered metric, the usage accepted against what the provider has (spec §13). */

@@ -1,4 +1,4 @@
-import { NotificationOutbox } from '../notifications/notification-outbox.service';
+import { NotificationOutbox } from '../notifications/notification-outbox';
 import { DELIVERY_STATUSES, DeliveryStatus } from '../notifications/notification-delivery.entity';
 import { cliActor, CliCommand, limitFlag, oneOfFlag, requireFlag } from './cli-command';
 

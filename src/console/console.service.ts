@@ -9,7 +9,7 @@ import { ExplainService } from '../licensing/explain.service';
 import { LicensingService } from '../licensing/licensing.service';
 import { OverridesService } from '../licensing/overrides.service';
 import { displayUrl } from '../notifications/notification-delivery.service';
-import { NotificationOutbox } from '../notifications/notification-outbox.service';
+import { NotificationOutbox } from '../notifications/notification-outbox';
 import { DeliveryStatus } from '../notifications/notification-delivery.entity';
 import { EventDispatcher } from '../webhook/event-dispatcher';
 import { ProviderSyncSchedule } from '../webhook/provider-sync.schedule';

@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { NotificationDeliveriesRepository } from './notification-deliveries.repository';
 import { NotificationDeliveryService } from './notification-delivery.service';
 import { NotificationJobs } from './notification-jobs';
-import { NotificationOutbox } from './notification-outbox.service';
+import { NotificationOutbox } from './notification-outbox';
 import { NotificationsRepository } from './notifications.repository';
 import { NotificationsService } from './notifications.service';
 

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { AppConfig } from '../config/app-config';
 import { providerSyncRuns } from '../common/metrics';
 import { JobLeasesRepository } from './job-leases.repository';
-import { ProviderSync } from './provider-sync.service';
+import { ProviderSync } from './provider-sync';
 
 const JOB = 'provider_sync';
 

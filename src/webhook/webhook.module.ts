@@ -7,7 +7,7 @@ import { EventDispatcher } from './event-dispatcher';
 import { CustomerDeletedHandler } from './customer-deleted.handler';
 import { InvoicePaidHandler, InvoicePaymentSucceededHandler } from './paid-invoice.handlers';
 import { OrganisationLinks } from './organisation-links';
-import { ProviderSync } from './provider-sync.service';
+import { ProviderSync } from './provider-sync';
 import { ProviderSyncSchedule } from './provider-sync.schedule';
 import { ProviderSyncRunsRepository } from './provider-sync-runs.repository';
 import { SyncSpillRepository } from './sync-spill.repository';

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { BillingModule } from '../billing.module';
-import { MeterDelivery } from './meter-delivery.service';
-import { MeterReport } from './meter-report.service';
+import { MeterDelivery } from './meter-delivery';
+import { MeterReport } from './meter-report';
 import { MetersRepository } from './meters.repository';
 
 /**
