@@ -1,7 +1,8 @@
 import Stripe from 'stripe';
+import request from 'supertest';
 import { createOrganisation, startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
 import { providerEvent, subscriptionEvent, subscriptionObject } from './support/provider-events';
-import { deliver, sign, signatureHeader } from './support/webhook-signing';
+import { deliver, sign, signatureHeader, WEBHOOK_PATH } from './support/webhook-signing';
 
 const OLD_SECRET = 'whsec_old_rotated_secret';
 
@@ -28,6 +29,42 @@ describe('POST /api/webhooks/payprovider: signature verification', () => {
     const header = Stripe.webhooks.generateTestHeaderString({ payload: body, secret: TEST_WEBHOOK_SECRET });
     const res = await deliver(t.app.getHttpServer(), { body, header }).expect(200);
     expect(res.body).toEqual({ id: JSON.parse(body).id, status: 'processed', reason: null });
+  });
+
+  describe('Stripe-Signature: the name the real provider sends the signature under (spec §6)', () => {
+    const post = (b: string, headers: Record<string, string>) => {
+      const req = request(t.app.getHttpServer()).post(WEBHOOK_PATH).set('Content-Type', 'application/json');
+      for (const [name, value] of Object.entries(headers)) req.set(name, value);
+      return req.send(b);
+    };
+    const stripeHeader = (b: string, secret = TEST_WEBHOOK_SECRET) => Stripe.webhooks.generateTestHeaderString({ payload: b, secret });
+
+    it("an event signed by the provider's own SDK under Stripe-Signature is verified and applied", async () => {
+      const b = eventBody();
+      const res = await post(b, { 'Stripe-Signature': stripeHeader(b) }).expect(200);
+      expect(res.body).toMatchObject({ id: JSON.parse(b).id, status: 'processed' });
+    });
+
+    it.each<[string, (b: string) => string, string]>([
+      ['another secret', (b) => stripeHeader(b, 'whsec_wrong'), 'signature_invalid'],
+      ['a malformed value', () => 'nonsense', 'signature_malformed'],
+      ['a stale timestamp', (b) => signatureHeader(b, { timestamp: now() - 301 }), 'signature_timestamp_out_of_tolerance'],
+    ])('Stripe-Signature with %s → 400 and nothing stored, as the other name', async (_name, header, code) => {
+      const before = await counts();
+      const b = eventBody();
+      expect((await post(b, { 'Stripe-Signature': header(b) }).expect(400)).body.code).toBe(code);
+      expect(await counts()).toEqual(before);
+    });
+
+    it('with both headers, Payprovider-Signature alone decides', async () => {
+      const good = eventBody();
+      await post(good, { 'Payprovider-Signature': signatureHeader(good), 'Stripe-Signature': 'nonsense' }).expect(200);
+      const before = await counts();
+      const bad = eventBody();
+      const res = await post(bad, { 'Payprovider-Signature': signatureHeader(bad, { secret: 'whsec_wrong' }), 'Stripe-Signature': stripeHeader(bad) }).expect(400);
+      expect(res.body.code).toBe('signature_invalid');
+      expect(await counts()).toEqual(before);
+    });
   });
 
   it('accepts a signature made with an older secret still configured (rotation)', async () => {

@@ -29,8 +29,8 @@ export const ERROR_CODES = {
   invalid_event: [400, 'A webhook body that is not a provider event.'],
   invoice_invalid: [400, 'A signed invoice event whose invoice cannot be recorded (stored as failed).'],
   tier_unresolvable: [400, 'A signed subscription event whose tier cannot be resolved (stored as failed).'],
-  signature_missing: [400, 'The Payprovider-Signature header is missing.'],
-  signature_malformed: [400, 'The Payprovider-Signature header is malformed.'],
+  signature_missing: [400, 'Neither a Payprovider-Signature nor a Stripe-Signature header.'],
+  signature_malformed: [400, 'The signature header (Payprovider-Signature, else Stripe-Signature) is malformed.'],
   signature_timestamp_out_of_tolerance: [400, 'The signature timestamp is too far from now (PAYPROVIDER_WEBHOOK_TOLERANCE_S).'],
   signature_invalid: [400, 'No v1 signature matches the body with any configured secret.'],
   // 401: who is calling is not established.

@@ -8,6 +8,7 @@ const REDACT = [
   'req.headers.cookie',
   'req.headers["x-service-key"]',
   'req.headers["payprovider-signature"]',
+  'req.headers["stripe-signature"]',
   'res.headers["set-cookie"]',
   '*.token',
   '*.secret',

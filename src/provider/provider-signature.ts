@@ -6,6 +6,9 @@ import { createHmac } from 'node:crypto';
  */
 export const SIGNATURE_HEADER = 'Payprovider-Signature';
 
+/** The name under which the real provider (Stripe) sends the very same value; read when SIGNATURE_HEADER is absent. */
+export const PROVIDER_SIGNATURE_HEADER = 'Stripe-Signature';
+
 /** Lower-case hex HMAC-SHA256 of `"<t>.<raw body>"`. */
 export function computeSignature(timestamp: number, rawBody: Buffer, secret: string): string {
   return createHmac('sha256', secret).update(`${timestamp}.`).update(rawBody).digest('hex');

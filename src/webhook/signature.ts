@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { computeSignature, SIGNATURE_HEADER } from '../provider/provider-signature';
+import { computeSignature, PROVIDER_SIGNATURE_HEADER, SIGNATURE_HEADER } from '../provider/provider-signature';
 import { AppException } from '../common/app-exception';
 import { ErrorCode } from '../common/error-codes';
 
@@ -20,26 +20,26 @@ const reject = (code: ErrorCode, message: string) => new AppException(code, mess
  */
 export function parseSignatureHeader(header: string | string[] | undefined): ParsedSignatureHeader {
   if (header === undefined || header === '') {
-    throw reject('signature_missing', `The ${SIGNATURE_HEADER} header is required.`);
+    throw reject('signature_missing', `The ${SIGNATURE_HEADER} (or ${PROVIDER_SIGNATURE_HEADER}) header is required.`);
   }
-  if (Array.isArray(header)) throw reject('signature_malformed', `Send one ${SIGNATURE_HEADER} header.`);
+  if (Array.isArray(header)) throw reject('signature_malformed', 'Send one signature header.');
   let timestamp: number | undefined;
   const signatures: string[] = [];
   for (const entry of header.split(',')) {
     const match = ENTRY.exec(entry);
-    if (!match) throw reject('signature_malformed', `The ${SIGNATURE_HEADER} header is malformed.`);
+    if (!match) throw reject('signature_malformed', 'The signature header is malformed.');
     const [, key, value] = match;
     if (key === 't') {
       if (timestamp !== undefined || !TIMESTAMP.test(value)) {
-        throw reject('signature_malformed', `The ${SIGNATURE_HEADER} header needs exactly one numeric t=.`);
+        throw reject('signature_malformed', 'The signature header needs exactly one numeric t=.');
       }
       timestamp = Number(value);
     } else if (key === 'v1') {
       signatures.push(value);
     }
   }
-  if (timestamp === undefined) throw reject('signature_malformed', `The ${SIGNATURE_HEADER} header has no t=.`);
-  if (!signatures.length) throw reject('signature_malformed', `The ${SIGNATURE_HEADER} header has no v1= signature.`);
+  if (timestamp === undefined) throw reject('signature_malformed', 'The signature header has no t=.');
+  if (!signatures.length) throw reject('signature_malformed', 'The signature header has no v1= signature.');
   return { timestamp, signatures };
 }
 

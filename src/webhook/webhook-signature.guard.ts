@@ -10,8 +10,10 @@ import { verifySignature } from './signature';
 export type WebhookRequest = RawBodyRequest<Request> & { providerEvent?: ProviderEvent };
 
 /**
- * Verifies `Payprovider-Signature` over the exact bytes received, then parses the event and attaches it
- * to the request. Nothing reaches the controller (or the database) unless both succeed.
+ * Verifies the signature over the exact bytes received, then parses the event and attaches it to the request.
+ * Nothing reaches the controller (or the database) unless both succeed. The signature is the interface's
+ * `Payprovider-Signature`, else `Stripe-Signature`, the name the real provider sends it under (spec §6): with
+ * both, `Payprovider-Signature` alone decides.
  */
 @Injectable()
 export class WebhookSignatureGuard implements CanActivate {
@@ -22,7 +24,7 @@ export class WebhookSignatureGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<WebhookRequest>();
     try {
-      const header = req.headers['payprovider-signature'];
+      const header = req.headers['payprovider-signature'] ?? req.headers['stripe-signature'];
       // The JSON body parser keeps the raw bytes; any other content type leaves none to verify.
       if (header !== undefined && !req.rawBody) {
         throw new AppException('invalid_event', 'The event must be sent as application/json.');

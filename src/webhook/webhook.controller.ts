@@ -4,7 +4,7 @@ import { ApiErrors } from '../common/api-docs';
 import { AppException } from '../common/app-exception';
 import { LEDGER_STATUSES } from '../provider/provider-event';
 import { EventDispatcher } from './event-dispatcher';
-import { SIGNATURE_HEADER } from '../provider/provider-signature';
+import { PROVIDER_SIGNATURE_HEADER, SIGNATURE_HEADER } from '../provider/provider-signature';
 import { SignedByProvider } from './signed-by-provider.decorator';
 import { WebhookRequest } from './webhook-signature.guard';
 
@@ -36,10 +36,15 @@ export class WebhookController {
   })
   @ApiHeader({
     name: SIGNATURE_HEADER,
-    required: true,
+    required: false,
     description:
       '`t=<unix seconds>,v1=<hex>`: HMAC-SHA256 of `"<t>.<raw body>"` with the signing secret ' +
-      '(PAYPROVIDER_WEBHOOK_SECRET)',
+      `(PAYPROVIDER_WEBHOOK_SECRET). One of it and ${PROVIDER_SIGNATURE_HEADER} is required; with both, this one decides.`,
+  })
+  @ApiHeader({
+    name: PROVIDER_SIGNATURE_HEADER,
+    required: false,
+    description: `The same value under the name the real provider (Stripe) sends it; read when ${SIGNATURE_HEADER} is absent.`,
   })
   @ApiBody({
     description: 'The provider event, as sent',

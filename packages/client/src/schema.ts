@@ -757,8 +757,8 @@ export interface components {
              *     - `invalid_event` (400): A webhook body that is not a provider event.
              *     - `invoice_invalid` (400): A signed invoice event whose invoice cannot be recorded (stored as failed).
              *     - `tier_unresolvable` (400): A signed subscription event whose tier cannot be resolved (stored as failed).
-             *     - `signature_missing` (400): The Payprovider-Signature header is missing.
-             *     - `signature_malformed` (400): The Payprovider-Signature header is malformed.
+             *     - `signature_missing` (400): Neither a Payprovider-Signature nor a Stripe-Signature header.
+             *     - `signature_malformed` (400): The signature header (Payprovider-Signature, else Stripe-Signature) is malformed.
              *     - `signature_timestamp_out_of_tolerance` (400): The signature timestamp is too far from now (PAYPROVIDER_WEBHOOK_TOLERANCE_S).
              *     - `signature_invalid` (400): No v1 signature matches the body with any configured secret.
              *     - `unauthenticated` (401): No live session (missing, unknown, expired or revoked) and no valid JWT (AUTH_JWT_*: bad signature or claims, unknown sub).
@@ -4786,9 +4786,11 @@ export interface operations {
     WebhookController_receive: {
         parameters: {
             query?: never;
-            header: {
-                /** @description `t=<unix seconds>,v1=<hex>`: HMAC-SHA256 of `"<t>.<raw body>"` with the signing secret (PAYPROVIDER_WEBHOOK_SECRET) */
-                "Payprovider-Signature": string;
+            header?: {
+                /** @description The same value under the name the real provider (Stripe) sends it; read when Payprovider-Signature is absent. */
+                "Stripe-Signature"?: string;
+                /** @description `t=<unix seconds>,v1=<hex>`: HMAC-SHA256 of `"<t>.<raw body>"` with the signing secret (PAYPROVIDER_WEBHOOK_SECRET). One of it and Stripe-Signature is required; with both, this one decides. */
+                "Payprovider-Signature"?: string;
             };
             path?: never;
             cookie?: never;
