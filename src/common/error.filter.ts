@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { STATUS_CODES } from 'node:http';
+import { QueryRunnerAlreadyReleasedError, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
 import { AppException } from './app-exception';
 import { ErrorCode } from './error-codes';
 
@@ -98,7 +99,8 @@ const CONNECTION_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[1-3]|53300)$/;
 const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 // node-postgres's own errors: a connection lost, none free in time (pool), an answer that never came
 // (DATABASE_QUERY_TIMEOUT_MS, the backstop for a database that does not answer at all).
-const CONNECTION_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect$|Query read timeout$|Client has encountered a connection error)/;
+const CONNECTION_MESSAGE =
+  /^(Connection terminated|timeout exceeded when trying to connect$|Query read timeout$|Client has encountered a connection error|Client was closed and is not queryable)/;
 
 /**
  * 'timeout': PostgreSQL gave up on the statement, so nothing was changed. 'unavailable': the database could not
@@ -113,6 +115,9 @@ function databaseFailure(exception: unknown): 'timeout' | 'unavailable' | undefi
     if (code && CANCELLED.has(code)) return 'timeout';
     if (code && (CONNECTION_SQLSTATE.test(code) || CONNECTION_ERRNOS.has(code))) return 'unavailable';
     if (typeof e.message === 'string' && CONNECTION_MESSAGE.test(e.message)) return 'unavailable';
+    // TypeORM's answer to a statement (through the runner, or its manager) on a runner whose connection it
+    // released after the connection failed (PostgreSQL ended it mid-transaction): the loss of the database.
+    if (e instanceof QueryRunnerAlreadyReleasedError || e instanceof QueryRunnerProviderAlreadyReleasedError) return 'unavailable';
   }
   return undefined;
 }
