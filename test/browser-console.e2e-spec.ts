@@ -1,17 +1,17 @@
 import { INestApplication } from '@nestjs/common';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pino from 'pino';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { DataSource } from 'typeorm';
 import { createApp } from '../src/app.factory';
 import { IdentityService } from '../src/identity/identity.service';
-import { launchChromium } from './support/browser';
+import { axeViolations, launchChromium } from './support/browser';
 import { consoleLink } from './support/console';
 import { createTestDatabase } from './support/databases';
 import { freePort } from './support/free-port';
 import { newNotifySecret, NotificationReceiver, startReceiver } from './support/notification-receiver';
-import { subscriptionEvent, subscriptionObject } from './support/provider-events';
+import { invoiceObject, providerEvent, subscriptionEvent, subscriptionObject } from './support/provider-events';
 import { startTestApp, testConfig, TestApp } from './support/test-app';
 import { waitFor } from './support/wait-for';
 import { deliver } from './support/webhook-signing';
@@ -23,7 +23,6 @@ const PHONE = { width: 375, height: 667 };
 // Every run saves its screenshots under test-results/ (ignored by git), so that a test run leaves the tree
 // clean; SCREENSHOTS_DIR=docs/images refreshes the README's.
 const IMAGES = process.env.SCREENSHOTS_DIR ? resolve(process.env.SCREENSHOTS_DIR) : join(__dirname, '..', 'test-results', 'screenshots');
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 /**
  * The operator console in Chromium (spec §14), as support uses it for "we paid but we're still on free": sign
@@ -43,6 +42,7 @@ describe('operator console in a browser', () => {
   let origin: string;
   let orgId: string;
   let failedEventId: string;
+  let subscriptionId: string;
   let t: TestApp;
 
   beforeAll(async () => {
@@ -60,6 +60,7 @@ describe('operator console in a browser', () => {
     await identity.addMember(org.id, user.id, 'owner');
     const failed = subscriptionEvent('created', subscriptionObject({ organisationId: org.id, tierSource: 'none', price: PRICE, quantity: 1 }));
     failedEventId = failed.id;
+    subscriptionId = failed.data.object.id;
     expect((await deliver(before.app.getHttpServer(), failed).expect(200)).body.status).toBe('failed');
     // Another organisation, on pro, whose notification gave up (the web app was down for a day).
     const other = await identity.createOrganisation('Notified Ltd');
@@ -81,6 +82,9 @@ describe('operator console in a browser', () => {
     );
     await app.listen(port, '127.0.0.1');
     t = { app, db: app.get(DataSource) } as TestApp;
+    // Its first invoice, paid in euros: the billing history shows the provider's amount as money.
+    const invoice = invoiceObject({ organisationId: orgId, subscription: subscriptionId, amountPaid: 2900, currency: 'eur', price: PRICE });
+    await deliver(app.getHttpServer(), providerEvent('invoice.payment_succeeded', invoice)).expect(200);
   });
   afterAll(async () => {
     await browser?.close();
@@ -105,20 +109,10 @@ describe('operator console in a browser', () => {
     await Promise.all([page.waitForURL(`${origin}/console`), page.getByRole('button', { name: 'Sign in' }).click()]);
   }
 
-  /** axe-core's serious and critical violations on the page as it is. */
-  async function axeViolations(page: Page): Promise<string[]> {
-    // Through the DevTools protocol, which the page's CSP does not govern (a script tag would be refused).
-    await page.evaluate(AXE);
-    const results = await page.evaluate(async () => (globalThis as any).axe.run({ resultTypes: ['violations'] }));
-    return (results.violations as { id: string; impact: string; nodes: { target: string[] }[] }[])
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  }
-
   const scrollWidth = (page: Page) => page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth as number);
   const shot = (page: Page, name: string) => {
     mkdirSync(IMAGES, { recursive: true });
-    return page.screenshot({ path: join(IMAGES, name), fullPage: false });
+    return page.screenshot({ path: join(IMAGES, name), fullPage: true });
   };
 
   it('signs in by link, finds the organisation by email, replays its failed event and sees the license change', async () => {
@@ -129,7 +123,6 @@ describe('operator console in a browser', () => {
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Overview');
     // The chart is drawn by Chart.js, served by the service.
     await page.waitForFunction(() => (globalThis as any).Chart?.getChart?.((globalThis as any).document.getElementById('events-chart')) !== undefined);
-    await shot(page, 'console-overview.png');
 
     await page.getByRole('link', { name: 'Organisations' }).click();
     await page.getByLabel(/member email/).fill(email.toUpperCase());
@@ -137,7 +130,6 @@ describe('operator console in a browser', () => {
     await Promise.all([page.waitForURL(`${origin}/console/organisations/${orgId}`), page.getByRole('link', { name: 'Acme Browser Ltd' }).click()]);
     expect(await page.locator('#license-tier').textContent()).toBe('free');
     expect(await page.getByText('tier_unresolvable').count()).toBeGreaterThan(0);
-    await shot(page, 'console-organisation.png');
 
     await Promise.all([
       page.waitForURL(`${origin}/console/organisations/${orgId}`),
@@ -215,6 +207,126 @@ describe('operator console in a browser', () => {
     await context.close();
   });
 
+  it('reads as support reads it: partial search, the license as sentences with their records, overrides marked, changes before → after, money and names', async () => {
+    if (!browser) return;
+    const context = await browser.newContext({ viewport: DESKTOP });
+    const { page, problems } = await open(context);
+    await signIn(page);
+    const search = async (q: string) => {
+      await page.goto(`${origin}/console/organisations?q=${encodeURIComponent(q)}`);
+      return page.getByRole('link', { name: 'Acme Browser Ltd' }).count();
+    };
+    // Part of a member's email, or of the name, in any case, finds it; the email that matched is shown.
+    expect(await search('acme-BROWSER')).toBe(1);
+    expect(await page.getByText(`member ${email}`).count()).toBe(1);
+    expect(await search('browser lt')).toBe(1);
+    expect(await search('owner.')).toBe(1);
+    expect(await search('nobody-here')).toBe(0);
+
+    await page.goto(`${origin}/console/organisations/${orgId}`);
+    const steps = page.locator('ol.timeline li');
+    // The chosen subscription and its newest event, as sentences, each linking to its record.
+    const followed = steps.filter({ hasText: 'The license follows this subscription: pro active renewing' });
+    expect(await followed.count()).toBe(1);
+    expect(await followed.textContent()).toMatch(/\(tier from a configured price\)\. subscription sub_\w+$/);
+    expect(await followed.getByRole('link').getAttribute('href')).toBe(`#sub-${subscriptionId}`);
+    expect(await page.locator(`tr#sub-${subscriptionId}`).count()).toBe(1);
+    const created = steps.filter({ hasText: 'Subscription created → applied.' });
+    expect(await created.textContent()).toMatch(/^\d{1,2} [A-Z][a-z]{2} \d{4}, \d\d:\d\d UTC Subscription created → applied\. event evt_\w+$/);
+    // Money as the provider's amount in its currency; numbers with separators.
+    expect(await page.getByRole('region', { name: 'Billing history' }).getByText('€29.00').count()).toBe(1);
+    expect(await page.getByText('0 of 2,000,000 (0%)').count()).toBe(1);
+
+    // Overrides of a feature and of a limit, each marked where it applies, each a sentence naming who set it.
+    const setOverride = async (name: string, value: string, expires?: string) => {
+      await page.getByLabel('Feature or metric').selectOption(name);
+      await page.getByLabel('Value (true, false or a limit)').fill(value);
+      if (expires) await page.getByLabel('Expires (UTC, optional)').fill(expires);
+      await Promise.all([page.waitForURL(`${origin}/console/organisations/${orgId}`), page.getByRole('button', { name: 'Set override' }).click()]);
+      expect(await page.getByRole('status').textContent()).toMatch(new RegExp(`^Override of ${name} set to ${value}`));
+    };
+    await setOverride('sso', 'true', '2030-01-01T00:00');
+    await setOverride('projects', '10000000');
+    const facts = page.locator('section[aria-labelledby="entitlements-heading"]');
+    const dd = (term: string) => facts.locator(`dt:text-is("${term}") + dd`);
+    expect(await dd('sso').textContent()).toBe('on override until 1 Jan 2030');
+    expect(await dd('projects limit').textContent()).toBe('10,000,000 override with no end; beyond it: refused');
+    expect(await dd('audit_log').textContent()).toBe('off');
+    const sso = steps.filter({ hasText: 'Override: sso on, by support@example.com, until 1 Jan 2030.' });
+    expect(await sso.count()).toBe(1);
+    expect(await steps.filter({ hasText: 'Override: projects limit 10,000,000, by support@example.com, with no end.' }).count()).toBe(1);
+
+    // Its link is the audit entry that set it: who by email, the organisation by name, each field before → after.
+    await Promise.all([page.waitForURL(/\/console\/audit\/\d+$/), sso.getByRole('link', { name: /^audit entry \d+$/ }).click()]);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toMatch(/^Audit entry \d+$/);
+    const entry = page.locator('dl.facts');
+    expect(await entry.locator('dt:text-is("Who") + dd').textContent()).toBe('support@example.com');
+    expect(await entry.locator('dt:text-is("Action") + dd').textContent()).toBe('override.set');
+    expect(await entry.getByRole('link', { name: 'Acme Browser Ltd' }).count()).toBe(1);
+    expect(await page.locator('ul.changes li').allTextContents()).toEqual(['name: sso', 'note: none', 'value: yes', 'expires_at: 1 Jan 2030, 00:00 UTC']);
+
+    // A change of a value shows only what changed, before → after; the audit log names organisation and operator.
+    await page.goto(`${origin}/console/organisations/${orgId}`);
+    await setOverride('projects', '20000000');
+    await page.goto(`${origin}/console/audit`);
+    const newest = page.locator('tbody tr').first();
+    expect(await newest.locator('td[data-label="What changed"] li').allTextContents()).toEqual(['value: 10,000,000 → 20,000,000']);
+    expect(await newest.locator('td[data-label="Who"]').textContent()).toBe('support@example.com');
+    expect(await newest.locator('td[data-label="Organisation"]').textContent()).toBe(`Acme Browser Ltd${orgId}`);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  /** The words of table cells and definitions that the layout broke across lines (none, when nothing breaks inside a word). */
+  const brokenWords = (page: Page) =>
+    page.evaluate(() => {
+      const doc = (globalThis as any).document;
+      const broken: string[] = [];
+      for (const cell of doc.querySelectorAll('td, th, dd')) {
+        const walker = doc.createTreeWalker(cell, 4 /* NodeFilter.SHOW_TEXT */);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          for (const word of node.textContent.matchAll(/\S+/g)) {
+            const range = doc.createRange();
+            range.setStart(node, word.index);
+            range.setEnd(node, word.index + word[0].length);
+            const lines = new Set([...range.getClientRects()].filter((r: any) => r.width > 0).map((r: any) => Math.round(r.top)));
+            if (lines.size > 1) broken.push(word[0]);
+          }
+        }
+      }
+      return broken;
+    });
+
+  it('keeps the chart at its height, breaks no word at 375 px, and takes full-page screenshots at both widths', async () => {
+    if (!browser) return;
+    const [{ id: eventId }] = await t.db.query(`SELECT id FROM webhook_events ORDER BY received_at LIMIT 1`);
+    for (const [viewport, suffix, boxHeight] of [[DESKTOP, '', 256], [PHONE, '-phone', 224]] as const) {
+      const context = await browser.newContext({ viewport, ...(viewport === PHONE ? { isMobile: true, hasTouch: true } : {}) });
+      const { page, problems } = await open(context);
+      await signIn(page);
+      await page.waitForFunction(() => (globalThis as any).Chart?.getChart?.((globalThis as any).document.getElementById('events-chart')) !== undefined);
+      const height = () => page.locator('#events-chart').evaluate((el: any) => el.getBoundingClientRect().height as number);
+      const first = await height();
+      await page.waitForTimeout(3000);
+      // Chart.js redraws on resize and on a timer of its own: the canvas keeps its container's fixed height.
+      expect([first, await height()]).toEqual([boxHeight, boxHeight]);
+      await shot(page, `console-overview${suffix}.png`);
+      if (viewport === PHONE) {
+        const found: string[] = [];
+        for (const path of ['/console', '/console/organisations', `/console/organisations?q=${encodeURIComponent('acme')}`, `/console/organisations/${orgId}`,
+          '/console/events', `/console/events/${eventId}`, '/console/notifications', '/console/reconciliation', '/console/audit']) {
+          await page.goto(`${origin}${path}`);
+          found.push(...(await brokenWords(page)).map((word) => `${path}: ${word}`));
+        }
+        expect(found).toEqual([]);
+      }
+      await page.goto(`${origin}/console/organisations/${orgId}`);
+      await shot(page, `console-organisation${suffix}.png`);
+      expect(problems).toEqual([]);
+      await context.close();
+    }
+  });
+
   it('has no serious or critical axe-core violation on any page, and every page fits 375 px', async () => {
     if (!browser) return;
     const [{ id: eventId }] = await t.db.query(`SELECT id FROM webhook_events LIMIT 1`);
@@ -243,12 +355,6 @@ describe('operator console in a browser', () => {
           const width = await scrollWidth(page);
           if (width > PHONE.width) found.push(`${path}: ${width} px wide at 375`);
         }
-      }
-      if (viewport === PHONE) {
-        await page.goto(`${origin}/console/organisations/${orgId}`);
-        await shot(page, 'console-organisation-phone.png');
-        await page.goto(`${origin}/console`);
-        await shot(page, 'console-overview-phone.png');
       }
       expect(found).toEqual([]);
       expect(problems).toEqual([]);

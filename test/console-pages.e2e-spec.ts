@@ -101,8 +101,14 @@ describe('console pages and actions', () => {
     expect(page).toContain('<strong id="license-tier">pro</strong>');
     expect(page).toMatch(/<meter class="bar" min="0" max="\d+" value="1" aria-labelledby="usage-users">/);
     expect(page).toContain(sub.id);
-    expect(page).toContain(user.email);
-    expect(page).toContain('customer.subscription.created');
+    // The member's email, which may wrap only after its @ on a phone, and the user's id beside it.
+    expect(page).toContain(`<span class="nowrap">${user.email.split('@')[0]}@</span><wbr><span class="nowrap">example.com</span><br><code class="id">${user.id}</code>`);
+    // Its events by what they are, each linking to the event; the timeline says why, in sentences.
+    const [{ id: eventId }] = await t.db.query(`SELECT id FROM webhook_events WHERE subscription_id = $1`, [sub.id]);
+    expect(page).toContain(`<td data-label="Event">subscription created<br><a href="/console/events/${eventId}"><code>${eventId}</code></a></td>`);
+    expect(page).toMatch(new RegExp(`<li>The license follows this subscription: pro active renewing \\d{1,2} [A-Z][a-z]{2} \\d{4} \\(tier from the price&#39;s metadata\\)\\. <a href="#sub-${sub.id}">subscription ${sub.id}</a></li>`));
+    expect(page).toContain(`<tr id="sub-${sub.id}">`);
+    expect(page).toContain('<td data-label="Plan">pro, monthly, 3 seats</td>');
     expect(page).toContain('license.updated');
     await get(`/console/organisations/${randomUUID()}`, 404);
     await get('/console/organisations/not-a-uuid', 404);
@@ -182,7 +188,7 @@ describe('console pages and actions', () => {
     expect(kind).toBe('done');
     await waitFor('the run to finish', async () => !(await get('/console/reconciliation')).text.includes('badge-running'));
     const page = (await get('/console/reconciliation')).text;
-    expect(page).toContain('operator:ops@example.com');
+    expect(page).toContain('<td data-label="By">ops@example.com</td>');
     expect(page).toMatch(/events seen, \d+ applied|provider/);
     const [audit] = await t.db.query(`SELECT actor FROM audit_log WHERE action = 'reconciliation.started'`);
     expect(audit.actor).toBe('operator:ops@example.com');
@@ -200,7 +206,7 @@ describe('console pages and actions', () => {
     expect(page).toContain('Why it has this license');
     const [done, text] = await outcome(await post(`/console/organisations/${org.id}/overrides`, { name: 'projects', value: '250', note: 'support grant' }));
     expect([done, text]).toEqual(['done', 'Override of projects set to 250.']);
-    expect((await get(`/console/organisations/${org.id}`)).text).toMatch(/projects limit<\/dt><dd>250 \(override/);
+    expect((await get(`/console/organisations/${org.id}`)).text).toContain('<dt>projects limit</dt><dd>250 <span class="badge badge-override">override</span>');
     const [audit] = await t.db.query(`SELECT actor, after FROM audit_log WHERE action = 'override.set' AND organisation_id = $1`, [org.id]);
     expect(audit).toMatchObject({ actor: 'operator:ops@example.com', after: { name: 'projects', value: 250 } });
 
@@ -217,10 +223,20 @@ describe('console pages and actions', () => {
     expect((await outcome(await post(`/console/organisations/${org.id}/overrides/projects/delete`)))[0]).toBe('refused');
   });
 
-  it('shows the audit log newest first, a page at a time', async () => {
+  it('shows the audit log newest first, a page at a time, and one entry with what it changed', async () => {
     const page = (await get('/console/audit')).text;
     expect(page).toContain('operator.signed_in');
-    expect(page).toContain('operator:ops@example.com');
+    expect(page).toContain('<td data-label="Who"><span class="nowrap">ops@</span><wbr><span class="nowrap">example.com</span></td>');
     await get('/console/audit?after=x', 400);
+
+    const [{ id }] = await t.db.query(`SELECT id::text AS id FROM audit_log WHERE action = 'operator.signed_in' ORDER BY id LIMIT 1`);
+    const entry = (await get(`/console/audit/${id}`)).text;
+    expect(entry).toContain(`<h1>Audit entry ${id}</h1>`);
+    expect(entry).toContain('<dt>Action</dt><dd>operator.signed_in</dd>');
+    expect(entry).toContain('<li><span class="field">via</span>: link</li>');
+    // An id that is not one, or none: a clear refusal.
+    expect((await get('/console/audit/12abc', 400)).text).toContain('An audit entry id is a whole number.');
+    expect((await get('/console/audit/0', 400)).text).toContain('An audit entry id is a whole number.');
+    expect((await get('/console/audit/999999999999', 404)).text).toContain('No audit entry with id 999999999999.');
   });
 });

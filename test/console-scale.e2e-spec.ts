@@ -82,11 +82,15 @@ describe('console pages at scale', () => {
 
   it('answers every page; prints each page’s server time', async () => {
     const [{ id: someOrg }] = await t.db.query(`SELECT md5('org' || 4242)::uuid AS id`);
+    const [{ id: someAudit }] = await t.db.query(`SELECT id::text AS id FROM audit_log WHERE organisation_id = $1`, [someOrg]);
     const pages: [string, string][] = [
       ['overview', '/console'],
       ['organisations, first page', '/console/organisations'],
       ['organisations, part of a name', '/console/organisations?q=Org%2004242'],
       ['organisations, member email', '/console/organisations?q=owner4242%40scale.example'],
+      ['organisations, part of an email', '/console/organisations?q=owner4242%40scale'],
+      ['organisations, part of an email in every one', '/console/organisations?q=%40scale.exam'],
+      ['organisations, two letters', '/console/organisations?q=zq'],
       ['organisations, customer id', '/console/organisations?q=cus_scale_4242'],
       ['organisations, subscription id', '/console/organisations?q=sub_scale_4243'],
       ['organisations, no match', '/console/organisations?q=nothing%20like%20this'],
@@ -101,6 +105,7 @@ describe('console pages at scale', () => {
       ['notifications, all', '/console/notifications'],
       ['reconciliation', '/console/reconciliation'],
       ['audit log', '/console/audit'],
+      ['one audit entry', `/console/audit/${someAudit}`],
     ];
     const rows: string[] = [];
     for (const [name, path] of pages) {
@@ -111,12 +116,17 @@ describe('console pages at scale', () => {
         best = Math.min(best, Number(process.hrtime.bigint() - started) / 1e6);
         expect([name, res.status]).toEqual([name, 200]);
       }
-      rows.push(`| ${name} | \`${path.replace(someOrg, '{id}')}\` | ${best.toFixed(0)} |`);
+      rows.push(`| ${name} | \`${path.replace(someOrg, '{id}').replace(/\/audit\/\d+$/, '/audit/{id}')}\` | ${best.toFixed(0)} |`);
     }
     // The first organisations page holds 50 rows and a next page; a member's email finds its organisation.
     const first = await t.http().get('/console/organisations').set('Cookie', cookie);
     expect(first.text.match(/href="\/console\/organisations\/[0-9a-f-]{36}"/g)).toHaveLength(50);
     expect((await t.http().get('/console/organisations?q=owner4242%40scale.example').set('Cookie', cookie)).text).toContain(someOrg);
+    // Part of one finds it too, saying which member matched.
+    const partial = (await t.http().get('/console/organisations?q=OWNER4242%40scale').set('Cookie', cookie)).text;
+    expect(partial).toContain(someOrg);
+    expect(partial.match(/href="\/console\/organisations\/[0-9a-f-]{36}"/g)).toHaveLength(1);
+    expect(partial).toContain('member <span class="nowrap">owner4242@</span><wbr><span class="nowrap">scale.example</span>');
     console.log(`console pages with ${ORGANISATIONS} organisations and ${LEDGER_ROWS} ledger rows (ms, best of 3):\n${rows.join('\n')}`);
   });
 });

@@ -1,9 +1,11 @@
-import { formatDate, formatDateTime, formatMoney, formatNumber } from '../src/common/display-format';
+import { formatDate, formatDateTime, formatMoney, formatNumber, formatPercent } from '../src/common/display-format';
 
 describe('display formatting (console and sandbox pages)', () => {
   it('writes numbers with separators', () => {
     expect(formatNumber(10_000_000)).toBe('10,000,000');
     expect(formatNumber(0)).toBe('0');
+    expect(formatPercent(0.125)).toBe('13%');
+    expect(formatPercent(1)).toBe('100%');
   });
 
   it("writes the provider's minor units in the currency's major unit, with its own number of decimals", () => {

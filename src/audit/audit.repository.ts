@@ -29,4 +29,22 @@ export class AuditRepository {
   page(organisationId: string | null, startingAfter: string | null, rows: number): Promise<AuditEntry[]> {
     return this.db.query(PAGE_SQL, [organisationId, startingAfter, rows]);
   }
+
+  async find(id: string): Promise<AuditEntry | undefined> {
+    const rows = await this.db.query<AuditEntry[]>(
+      `SELECT id::text AS id, at, actor, action, organisation_id AS "organisationId", before, after, request_id AS "requestId" FROM audit_log WHERE id = $1`,
+      [id],
+    );
+    return rows[0];
+  }
+
+  /** The entries that set each named override's current value: the newest `override.set` of each name. */
+  overrideSets(organisationId: string, names: string[]): Promise<AuditEntry[]> {
+    return this.db.query(
+      `SELECT DISTINCT ON (after ->> 'name') id::text AS id, at, actor, action, organisation_id AS "organisationId", before, after, request_id AS "requestId"
+       FROM audit_log WHERE organisation_id = $1 AND action = 'override.set' AND after ->> 'name' = ANY($2::text[])
+       ORDER BY after ->> 'name', id DESC`,
+      [organisationId, names],
+    );
+  }
 }

@@ -7,6 +7,7 @@
 const LOCALE = 'en-GB';
 
 const numbers = new Intl.NumberFormat(LOCALE);
+const percents = new Intl.NumberFormat(LOCALE, { style: 'percent', maximumFractionDigits: 0 });
 const dates = new Intl.DateTimeFormat(LOCALE, { dateStyle: 'medium', timeZone: 'UTC' });
 const dateTimes = new Intl.DateTimeFormat(LOCALE, { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
 const currencies = new Map<string, Intl.NumberFormat | null>();
@@ -17,6 +18,11 @@ export type TimeValue = Date | string | number | null | undefined;
 /** `10000000` → `10,000,000`. */
 export function formatNumber(value: number): string {
   return numbers.format(value);
+}
+
+/** A share of a whole: 0.125 → `13%`. */
+export function formatPercent(fraction: number): string {
+  return percents.format(fraction);
 }
 
 /**

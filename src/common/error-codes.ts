@@ -58,6 +58,7 @@ export const ERROR_CODES = {
   no_subscription: [404, 'The organisation has no live subscription (active, trialing, past_due, unpaid, incomplete).'],
   no_pending_change: [404, "The organisation's subscription has no change scheduled for the end of its period."],
   override_not_found: [404, 'The organisation has no override of that name.'],
+  audit_entry_not_found: [404, "No audit entry with that id (the console's audit entry page)."],
   notification_not_found: [404, 'No outbound notification with that webhook-id (notifications:retry).'],
   request_timeout: [408, 'The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.'],
   // 409: conflicts with what is stored.

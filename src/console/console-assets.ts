@@ -21,13 +21,13 @@ a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible
 .top nav a { text-decoration: none; padding: .25rem 0; }
 .top nav a[aria-current="page"] { font-weight: 700; border-bottom: 2px solid var(--accent); }
 .sign-out { margin-left: auto; display: flex; align-items: center; gap: .5rem; }
-.who { color: var(--muted); font-size: .875rem; overflow-wrap: anywhere; }
+.who { color: var(--muted); font-size: .875rem; overflow-wrap: break-word; }
 main { padding: 1rem 1.5rem 3rem; max-width: 80rem; }
-h1 { font-size: 1.6rem; margin: .5rem 0 1rem; overflow-wrap: anywhere; }
+h1 { font-size: 1.6rem; margin: .5rem 0 1rem; overflow-wrap: break-word; }
 h2 { font-size: 1.25rem; margin: 2rem 0 .75rem; }
 h3 { font-size: 1.05rem; margin: 1.25rem 0 .5rem; }
 table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; font-size: .9rem; }
-th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; overflow-wrap: anywhere; }
+th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; overflow-wrap: break-word; }
 th { background: var(--soft); }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
 .table-wrap { overflow-x: auto; }
@@ -38,6 +38,15 @@ th { background: var(--soft); }
 .badge-processed, .badge-active, .badge-delivered, .badge-trialing, .badge-ok { color: var(--ok); }
 .badge-failed, .badge-unpaid, .badge-canceled, .badge-incomplete_expired { color: var(--bad); }
 .badge-unmatched, .badge-pending, .badge-past_due, .badge-running { color: var(--warn); }
+.badge-override { color: var(--accent); }
+.nowrap { white-space: nowrap; }
+code.id { font-size: .8rem; color: var(--muted); user-select: all; }
+ul.changes { list-style: none; margin: 0; padding: 0; }
+ul.changes .field { color: var(--muted); }
+ul.changes .was { text-decoration: line-through; text-decoration-color: var(--muted); }
+ol.timeline { margin: .5rem 0 1rem; padding-left: 1.5rem; }
+ol.timeline li { margin: .35rem 0; }
+ol.timeline .when { font-weight: 600; }
 .flash { padding: .75rem 1rem; border-radius: 6px; border: 1px solid; margin: 0 0 1rem; }
 .flash-done { color: var(--ok); background: #eafbea; }
 .flash-refused { color: var(--bad); background: #fff0f0; }
@@ -50,15 +59,17 @@ button { font: inherit; padding: .35rem .9rem; border: 1px solid #8c959f; border
 button.primary { background: var(--accent); border-color: var(--accent); color: #fff; }
 a.button { display: inline-block; padding: .35rem .9rem; border: 1px solid var(--accent); border-radius: 4px; text-decoration: none; }
 a.button.primary { background: var(--accent); color: #fff; }
-pre { background: var(--soft); border: 1px solid var(--line); padding: .75rem; overflow-x: auto; font-size: .85rem; white-space: pre-wrap; overflow-wrap: anywhere; }
+pre { background: var(--soft); border: 1px solid var(--line); padding: .75rem; overflow-x: auto; font-size: .85rem; white-space: pre-wrap; overflow-wrap: break-word; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: .5rem 0 1rem; }
 dl.facts dt { color: var(--muted); }
-dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+dl.facts dd { margin: 0; overflow-wrap: break-word; }
 .bar { display: block; width: 100%; max-width: 24rem; height: .75rem; }
+/* Chart.js sizes its canvas to its container (responsive, maintainAspectRatio off): the container must have a
+   height of its own, or each resize makes the canvas, and with it the container, taller without end. */
 .chart { margin: 1rem 0; max-width: 60rem; }
-.chart canvas { width: 100%; height: 16rem; }
+.chart-box { position: relative; height: 16rem; width: 100%; }
 .pager { display: flex; gap: 1rem; margin: 1rem 0; }
-code { overflow-wrap: anywhere; }
+code { overflow-wrap: break-word; }
 .muted { color: var(--muted); }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 ul.pager { list-style: none; padding: 0; }
@@ -69,6 +80,17 @@ ul.pager { list-style: none; padding: 0; }
   dl.facts { grid-template-columns: 1fr; }
   dl.facts dd { margin-bottom: .4rem; }
   th, td { padding: .35rem .3rem; }
+  .chart-box { height: 14rem; }
+  /* Tables become one card per row, each cell its label above its value: no column squeezes a word letter by
+     letter. The header row stays for screen readers only. */
+  table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; width: 100%; }
+  table.stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+  table.stack tr { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 .75rem; padding: .25rem .75rem; }
+  table.stack td { border: 0; padding: .3rem 0; }
+  table.stack td.num { text-align: left; }
+  table.stack td:empty { display: none; }
+  table.stack td::before { content: attr(data-label); display: block; color: var(--muted); font-size: .8rem; font-weight: 600; }
+  .table-wrap { overflow-x: visible; }
 }
 `;
 

@@ -1,6 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { Eta } from 'eta';
+import { formatDate, formatDateTime, formatMoney, formatNumber, formatPercent } from '../common/display-format';
+import { esc } from '../common/html-page';
 import type { Operator } from './console-auth.service';
+import { actorText, eventWords } from './console-text';
 import { TEMPLATES } from './templates';
 
 /** A notice shown at the top of a page: what an action did, or why it was refused. */
@@ -29,23 +32,35 @@ export const NAV = [
   { section: 'audit', href: '/console/audit', label: 'Audit log' },
 ];
 
-const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
-
-/** Formatting the templates share (data in, text out; Eta escapes what they print). */
+/** Formatting the templates share (data in, text out; Eta escapes what they print), one way on every page. */
 const helpers = {
   nav: NAV,
   /** A time as `24 Nov 2026, 19:20 UTC`; accepts a Date, an ISO string or Unix seconds. */
-  when(value: Date | string | number | null | undefined): string {
-    if (value === null || value === undefined) return '—';
-    const date = typeof value === 'number' ? new Date(value * 1000) : new Date(value);
-    return Number.isNaN(date.getTime()) ? '—' : `${dateTime.format(date)} UTC`;
+  when: formatDateTime,
+  /** A day as `24 Nov 2026` (UTC). */
+  day: formatDate,
+  /** `10,000,000`. */
+  num: formatNumber,
+  /** The provider's minor units in the currency's major unit: 89100 eur → `€891.00` (display only). */
+  money: formatMoney,
+  /**
+   * An email (or any text) as HTML, escaped: on a narrow screen it may wrap after its `@`, and nowhere else (not at
+   * a hyphen or a dot of its domain).
+   */
+  email(text: string): string {
+    const at = text.lastIndexOf('@');
+    if (at < 0) return esc(text);
+    return `<span class="nowrap">${esc(text.slice(0, at + 1))}</span><wbr><span class="nowrap">${esc(text.slice(at + 1))}</span>`;
   },
-  /** Minor units in the currency's major unit, e.g. 1999 eur → `19.99 EUR` (display only). */
-  money(amount: number, currency: string): string {
-    return `${(amount / 100).toFixed(2)} ${currency.toUpperCase()}`;
+  /** Who started something, in words: an operator's email, "the CLI", "the schedule" (no ids to look up here). */
+  who(actor: string): string {
+    return actorText(actor, new Map()).text;
   },
-  percent(used: number, limit: number): number {
-    return limit > 0 ? Math.min(100, Math.round((used / limit) * 100)) : used > 0 ? 100 : 0;
+  /** A webhook event's type in words: `invoice.payment_succeeded` → "invoice paid". */
+  eventWords,
+  /** How much of a limit is used, `12%` (a limit of 0 with any use is full). */
+  percent(used: number, limit: number): string {
+    return formatPercent(limit > 0 ? Math.min(1, used / limit) : used > 0 ? 1 : 0);
   },
   params(params: Record<string, string | number | undefined | null>): string {
     const search = new URLSearchParams();
@@ -57,7 +72,8 @@ const helpers = {
 
 /**
  * The console's pages, rendered by Eta from the templates in templates.ts (compiled once, at start). Every
- * `<%= %>` is HTML-escaped; `<%~ %>` (raw) is used only for the layout's body and for attributes built here.
+ * `<%= %>` is HTML-escaped; `<%~ %>` (raw) is used only for the layout's body, the partials, and the HTML
+ * `h.email` escapes itself.
  */
 @Injectable()
 export class ConsoleViews {

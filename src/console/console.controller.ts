@@ -156,9 +156,14 @@ export class ConsoleController {
   @Get('audit')
   async audit(@Query('after') after: unknown, @Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
     const startingAfter = text(after, 'after', 20);
-    const page = await this.console.auditLog(startingAfter);
-    const next = page.has_more ? page.data.at(-1)?.id : undefined;
-    this.page(req, res, 'audit', { title: 'Audit log', section: 'audit', rows: page.data, after: startingAfter, next });
+    const { rows, next } = await this.console.auditLog(startingAfter);
+    this.page(req, res, 'audit', { title: 'Audit log', section: 'audit', rows, after: startingAfter, next });
+  }
+
+  @Get('audit/:id')
+  async auditEntry(@Param('id') id: string, @Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
+    const entry = await this.console.auditEntry(id);
+    this.page(req, res, 'auditEntry', { title: `Audit entry ${entry.id}`, section: 'audit', entry });
   }
 
   @Post('sign-out')

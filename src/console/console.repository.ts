@@ -20,6 +20,8 @@ export interface OrganisationRow {
   externalId: string | null;
   customerId: string | null;
   createdAt: Date;
+  /** In a search by part of an email: the members' emails that matched. */
+  matchedEmails?: string[] | null;
 }
 
 export interface EventRow {
@@ -28,6 +30,8 @@ export interface EventRow {
   status: string;
   reason: string | null;
   organisationId: string | null;
+  /** The organisation's name, when the event matched one that still exists. */
+  organisationName: string | null;
   customerId: string | null;
   subscriptionId: string | null;
   source: string;
@@ -83,6 +87,7 @@ export interface NotificationRow {
   id: string;
   type: string;
   organisationId: string;
+  organisationName: string | null;
   version: number;
   createdAt: Date;
   status: string;
@@ -142,8 +147,9 @@ export class ConsoleRepository {
   /**
    * Organisations matching `query`, by name then id, keyset after `after`: every one when it is empty; else those
    * it names exactly (id, external id, provider customer id, a member's email, a subscription id: each an index
-   * look-up), and only when it names none, those with it in their name (any case; LIKE's wildcards in it taken
-   * literally). The query is a parameter, never SQL.
+   * look-up), and only when it names none, those with it in their name or in a member's email (any case; LIKE's
+   * wildcards in it taken literally; served by the trigram indexes of migration ConsoleSearchTrigram), each with
+   * the members' emails it matched. The query is a parameter, never SQL.
    */
   async searchOrganisations(query: string, after: { name: string; id: string } | undefined, rows: number): Promise<OrganisationRow[]> {
     const keyset = [after?.name ?? null, after?.id ?? null, rows];
@@ -158,14 +164,34 @@ export class ConsoleRepository {
     );
     // A next page is asked for only when rows of the same kind of match remain, so pages never mix kinds.
     if (exact.length) return exact;
-    return this.db.query(`${ORGANISATION_PAGE} o.name ILIKE '%' || $4 || '%' ${ORGANISATION_KEYSET}`, [...keyset, likeLiteral(query)]);
+    return this.db.query(
+      `SELECT o.id, o.name, o.external_id AS "externalId", o.provider_customer_id AS "customerId", o.created_at AS "createdAt",
+              (SELECT array_agg(u.email ORDER BY u.email) FROM memberships m JOIN users u ON u.id = m.user_id
+               WHERE m.organisation_id = o.id AND u.email ILIKE $4) AS "matchedEmails"
+       FROM organisations o WHERE o.id IN (
+         SELECT id FROM organisations WHERE name ILIKE $4
+         UNION SELECT m.organisation_id FROM users u JOIN memberships m ON m.user_id = u.id WHERE u.email ILIKE $4) ${ORGANISATION_KEYSET}`,
+      [...keyset, `%${likeLiteral(query)}%`],
+    );
+  }
+
+  /** Organisation names and user emails by id (for pages that would otherwise show bare ids); unknown ids are left out. */
+  async labels(organisationIds: string[], userIds: string[]): Promise<{ organisations: Map<string, string>; emails: Map<string, string> }> {
+    const uuids = (ids: string[]) => [...new Set(ids.filter((id) => UUID.test(id)))];
+    const [organisations, users] = await Promise.all([
+      this.db.query<{ id: string; name: string }[]>(`SELECT id, name FROM organisations WHERE id = ANY($1::uuid[])`, [uuids(organisationIds)]),
+      this.db.query<{ id: string; email: string }[]>(`SELECT id, email FROM users WHERE id = ANY($1::uuid[])`, [uuids(userIds)]),
+    ]);
+    return { organisations: new Map(organisations.map((o) => [o.id, o.name])), emails: new Map(users.map((u) => [u.id, u.email])) };
   }
 
   /** Notifications newest first, with each URL's delivery; `status` is the message's (as the outbox defines it). */
   notifications(status: string | undefined, rows: number): Promise<NotificationRow[]> {
     return this.db.query(
-      `SELECT m.id, m.type, m.organisation_id AS "organisationId", m.version::float8 AS version, m.created_at AS "createdAt", agg.status, agg.deliveries
+      `SELECT m.id, m.type, m.organisation_id AS "organisationId", o.name AS "organisationName", m.version::float8 AS version, m.created_at AS "createdAt",
+              agg.status, agg.deliveries
        FROM notification_messages m
+       LEFT JOIN organisations o ON o.id = m.organisation_id
        CROSS JOIN LATERAL (
          SELECT ${MESSAGE_STATUS} AS status,
                 json_agg(json_build_object('url', d.url, 'status', d.status, 'attempts', d.attempts, 'lastError', d.last_error) ORDER BY d.url) AS deliveries
@@ -222,17 +248,19 @@ export class ConsoleRepository {
     return { members, subscriptions, invoices, notifications };
   }
 
-  /** Webhook events, newest first (received_at, id), filtered. */
+  /** Webhook events, newest first (received_at, id), filtered, with the name of the organisation each matched. */
   events(filter: EventFilter, rows: number): Promise<EventRow[]> {
     return this.db.query(
-      `SELECT id, type, status, reason, organisation_id AS "organisationId", customer_id AS "customerId",
-              subscription_id AS "subscriptionId", source, attempts, received_at AS "receivedAt", received_at::text AS cursor
-       FROM webhook_events
-       WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR type = $2)
-         AND ($3::timestamptz IS NULL OR received_at >= $3) AND ($4::timestamptz IS NULL OR received_at < $4)
-         AND ($5::uuid IS NULL OR organisation_id = $5)
-         AND ($6::timestamptz IS NULL OR (received_at, id) < ($6, $7::text))
-       ORDER BY received_at DESC, id DESC LIMIT $8`,
+      `SELECT e.id, e.type, e.status, e.reason, e.organisation_id AS "organisationId", o.name AS "organisationName", e.customer_id AS "customerId",
+              e.subscription_id AS "subscriptionId", e.source, e.attempts, e.received_at AS "receivedAt", e.received_at::text AS cursor
+       FROM (SELECT * FROM webhook_events
+             WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR type = $2)
+               AND ($3::timestamptz IS NULL OR received_at >= $3) AND ($4::timestamptz IS NULL OR received_at < $4)
+               AND ($5::uuid IS NULL OR organisation_id = $5)
+               AND ($6::timestamptz IS NULL OR (received_at, id) < ($6, $7::text))
+             ORDER BY received_at DESC, id DESC LIMIT $8) AS e
+       LEFT JOIN organisations o ON o.id = e.organisation_id
+       ORDER BY e.received_at DESC, e.id DESC`,
       [
         filter.status ?? null,
         filter.type ?? null,
@@ -249,10 +277,10 @@ export class ConsoleRepository {
   /** One event with its stored payload (as received, JSON text). */
   async event(id: string): Promise<(Omit<EventRow, 'cursor'> & { payload: string; processedAt: Date | null; created: number }) | undefined> {
     const rows = await this.db.query(
-      `SELECT id, type, status, reason, organisation_id AS "organisationId", customer_id AS "customerId",
-              subscription_id AS "subscriptionId", source, attempts, received_at AS "receivedAt",
-              processed_at AS "processedAt", created::float8 AS created, payload
-       FROM webhook_events WHERE id = $1`,
+      `SELECT e.id, e.type, e.status, e.reason, e.organisation_id AS "organisationId", o.name AS "organisationName", e.customer_id AS "customerId",
+              e.subscription_id AS "subscriptionId", e.source, e.attempts, e.received_at AS "receivedAt",
+              e.processed_at AS "processedAt", e.created::float8 AS created, e.payload
+       FROM webhook_events e LEFT JOIN organisations o ON o.id = e.organisation_id WHERE e.id = $1`,
       [id],
     );
     return rows[0];

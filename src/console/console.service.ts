@@ -14,7 +14,9 @@ import { DeliveryStatus } from '../notifications/notification-delivery.entity';
 import { EventDispatcher } from '../webhook/event-dispatcher';
 import { ProviderSyncSchedule } from '../webhook/provider-sync.schedule';
 import { LedgerStatus } from '../provider/provider-event';
+import { AuditRecord } from '../audit/audit.dto';
 import type { Operator } from './console-auth.service';
+import { ActorText, actorText, auditChanges, explainTimeline, FieldChange } from './console-text';
 import type { Flash } from './console-views';
 import { ConsoleRepository, EventFilter, EventRow, OverviewRows } from './console.repository';
 
@@ -122,7 +124,14 @@ export class ConsoleService {
       this.repository.events({ organisationId: id }, DETAIL_ROWS),
       this.audit.page({ organisationId: id, limit: DETAIL_ROWS }),
     ]);
-    return { organisation, status, entitlements, overrides, explain, ...detail, events, audit: audit.data };
+    const sets = await this.audit.overrideSets(id, overrides.map((o) => o.name));
+    const labels = await this.repository.labels([], [...audit.data, ...sets.values()].map((a) => userIdOf(a.actor)));
+    const timeline = explainTimeline(explain, {
+      periods: new Map(detail.subscriptions.map((sub) => [sub.subscriptionId, sub])),
+      overrideEntries: new Map([...sets].map(([name, entry]) => [name, { id: entry.id, by: actorText(entry.actor, labels.emails).text }])),
+    });
+    const overridden = new Map(overrides.map((o) => [o.name, o]));
+    return { organisation, status, entitlements, overrides, overridden, explain, timeline, ...detail, events, audit: audit.data.map((a) => auditView(a, labels)) };
   }
 
   async events(filter: Omit<EventFilter, 'before'>, before: string | undefined) {
@@ -154,8 +163,24 @@ export class ConsoleService {
     return rows.map((n) => ({ ...n, deliveries: n.deliveries.map((d) => ({ ...d, url: displayUrl(d.url) })) }));
   }
 
-  auditLog(startingAfter: string | undefined) {
-    return this.audit.page({ limit: PAGE_ROWS, startingAfter });
+  /** A page of the audit log, newest first, in words (names and emails for ids, changed fields before → after). */
+  async auditLog(startingAfter: string | undefined) {
+    const page = await this.audit.page({ limit: PAGE_ROWS, startingAfter });
+    const labels = await this.labelsOf(page.data);
+    return { rows: page.data.map((a) => auditView(a, labels)), next: page.has_more ? page.data.at(-1)?.id : undefined };
+  }
+
+  /** One audit entry in words (what an explanation's override links to). */
+  async auditEntry(id: string): Promise<AuditView> {
+    const entry = await this.audit.entry(id);
+    return auditView(entry, await this.labelsOf([entry]));
+  }
+
+  private labelsOf(entries: AuditRecord[]) {
+    return this.repository.labels(
+      entries.flatMap((a) => (a.organisation_id ? [a.organisation_id] : [])),
+      entries.map((a) => userIdOf(a.actor)),
+    );
   }
 
   syncRuns() {
@@ -230,6 +255,34 @@ export class ConsoleService {
     await transaction(this.db, (m) => this.audit.record(m, operator.actor, { action: 'reconciliation.started', organisationId: null }));
     return { kind: 'done', text: 'Reconciliation started. It runs in the background: reload this page to see its summary.' };
   }
+}
+
+/** An audit entry as the console shows it: who in words (ids kept), the organisation by name, what changed. */
+export interface AuditView {
+  id: string;
+  at: string;
+  action: string;
+  actor: ActorText;
+  organisation: { id: string; name: string | null } | null;
+  changes: FieldChange[];
+  requestId: string | null;
+}
+
+function auditView(a: AuditRecord, labels: { organisations: ReadonlyMap<string, string>; emails: ReadonlyMap<string, string> }): AuditView {
+  return {
+    id: a.id,
+    at: a.at,
+    action: a.action,
+    actor: actorText(a.actor, labels.emails),
+    organisation: a.organisation_id ? { id: a.organisation_id, name: labels.organisations.get(a.organisation_id) ?? null } : null,
+    changes: auditChanges(a.before, a.after),
+    requestId: a.request_id,
+  };
+}
+
+/** The user id in a `user:<id>` actor ('' for any other actor). */
+function userIdOf(actor: string): string {
+  return actor.startsWith('user:') ? actor.slice('user:'.length) : '';
 }
 
 function hourlyChart(rows: OverviewRows['eventsPerHour'], now: Date): HourlyChart {

@@ -97,16 +97,16 @@ const overview = String.raw`<% layout('@layout') %>
 <section aria-labelledby="orgs-heading">
   <h2 id="orgs-heading">Organisations</h2>
   <div class="cards">
-    <div class="card"><span class="figure"><%= it.o.organisations %></span> organisations</div>
+    <div class="card"><span class="figure"><%= it.h.num(it.o.organisations) %></span> organisations</div>
 <% for (const row of it.o.byTier) { %>
-    <div class="card"><span class="figure"><%= row.count %></span> on <%= row.tier %></div>
+    <div class="card"><span class="figure"><%= it.h.num(row.count) %></span> on <%= row.tier %></div>
 <% } %>
   </div>
   <h3>Subscriptions by status</h3>
 <% if (it.o.byStatus.length) { %>
-  <table><thead><tr><th scope="col">Status</th><th scope="col" class="num">Subscriptions</th></tr></thead><tbody>
+  <table class="stack"><thead><tr><th scope="col">Status</th><th scope="col" class="num">Subscriptions</th></tr></thead><tbody>
 <% for (const row of it.o.byStatus) { %>
-    <tr><td><span class="badge badge-<%= row.status %>"><%= row.status %></span></td><td class="num"><%= row.count %></td></tr>
+    <tr><td data-label="Status"><span class="badge badge-<%= row.status %>"><%= row.status %></span></td><td data-label="Subscriptions" class="num"><%= it.h.num(row.count) %></td></tr>
 <% } %>
   </tbody></table>
 <% } else { %><p>No subscriptions yet.</p><% } %>
@@ -114,23 +114,25 @@ const overview = String.raw`<% layout('@layout') %>
 <section aria-labelledby="day-heading">
   <h2 id="day-heading">The last 24 hours</h2>
   <div class="cards">
-    <div class="card"><span class="figure"><%= it.o.events %></span> webhook events</div>
-    <div class="card"><a href="/console/events?status=failed"><span class="figure"><%= it.o.failed %></span> failed</a></div>
-    <div class="card"><a href="/console/events?status=unmatched"><span class="figure"><%= it.o.unmatched %></span> unmatched</a></div>
-    <div class="card"><a href="/console/notifications?status=pending"><span class="figure"><%= it.o.pendingNotifications %></span> notifications pending</a></div>
-    <div class="card"><a href="/console/notifications?status=failed"><span class="figure"><%= it.o.failedNotifications %></span> notifications failed</a></div>
+    <div class="card"><span class="figure"><%= it.h.num(it.o.events) %></span> webhook events</div>
+    <div class="card"><a href="/console/events?status=failed"><span class="figure"><%= it.h.num(it.o.failed) %></span> failed</a></div>
+    <div class="card"><a href="/console/events?status=unmatched"><span class="figure"><%= it.h.num(it.o.unmatched) %></span> unmatched</a></div>
+    <div class="card"><a href="/console/notifications?status=pending"><span class="figure"><%= it.h.num(it.o.pendingNotifications) %></span> notifications pending</a></div>
+    <div class="card"><a href="/console/notifications?status=failed"><span class="figure"><%= it.h.num(it.o.failedNotifications) %></span> notifications failed</a></div>
   </div>
   <figure class="chart">
-    <canvas id="events-chart" role="img" aria-label="Webhook events per hour over the last 24 hours, by outcome; the same figures are in the table below" data-chart="<%= JSON.stringify(it.o.chart) %>"></canvas>
+    <div class="chart-box">
+      <canvas id="events-chart" role="img" aria-label="Webhook events per hour over the last 24 hours, by outcome; the same figures are in the table below" data-chart="<%= JSON.stringify(it.o.chart) %>"></canvas>
+    </div>
     <figcaption>Webhook events per hour (UTC), by outcome</figcaption>
   </figure>
   <details>
     <summary>The chart's figures</summary>
-    <table><thead><tr><th scope="col">Hour</th>
+    <table class="stack"><thead><tr><th scope="col">Hour</th>
 <% for (const series of it.o.chart.series) { %><th scope="col" class="num"><%= series.label %></th><% } %>
     </tr></thead><tbody>
 <% it.o.chart.hours.forEach((hour, i) => { %>
-      <tr><td><%= hour %></td><% for (const series of it.o.chart.series) { %><td class="num"><%= series.data[i] %></td><% } %></tr>
+      <tr><td data-label="Hour"><%= hour %></td><% for (const series of it.o.chart.series) { %><td data-label="<%= series.label %>" class="num"><%= it.h.num(series.data[i]) %></td><% } %></tr>
 <% }) %>
     </tbody></table>
   </details>
@@ -145,19 +147,28 @@ const action = String.raw`<form class="inline" method="post" action="<%= it.acti
 <button type="submit"<% if (it.label) { %> aria-label="<%= it.label %>"<% } %>><%= it.text %></button>
 </form>`;
 
+// An organisation by its name, linked, with its id beneath (copyable); `id` alone when it no longer exists.
+const organisationRef = String.raw`<% if (it.name) { %><a href="/console/organisations/<%= it.id %>"><%= it.name %></a><br><% } %><code class="id"><%= it.id %></code>`;
+
+// What an audited change changed: each field before → after (a created thing's fields, a removed one's → —).
+const changes = String.raw`<% if (!it.changes.length) { %><span class="muted">nothing recorded</span><% } else { %><ul class="changes">
+<% for (const c of it.changes) { %>  <li><span class="field"><%= c.field %></span>: <% if (c.before === null) { %><%= c.after %><% } else { %><span class="was"><%= c.before %></span> → <%= c.after === null ? '—' : c.after %><% } %></li>
+<% } %></ul><% } %>`;
+
 const eventsTable = String.raw`<% if (!it.rows.length) { %><p>No webhook events<%= it.empty || '' %>.</p><% } else { %>
 <div class="table-wrap" role="region" aria-label="Webhook events" tabindex="0">
-<table>
-<thead><tr><th scope="col">Event</th><th scope="col">Type</th><th scope="col">Status</th><th scope="col">Received</th><th scope="col">Reason</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
+<table class="stack">
+<thead><tr><th scope="col">Received</th><th scope="col">Event</th><% if (it.showOrganisation) { %><th scope="col">Organisation</th><% } %><th scope="col">Status</th><th scope="col">Reason</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
 <tbody>
 <% for (const e of it.rows) { %>
 <tr>
-  <td><a href="/console/events/<%= encodeURIComponent(e.id) %>"><%= e.id %></a></td>
-  <td><%= e.type %></td>
-  <td><span class="badge badge-<%= e.status %>"><%= e.status %></span></td>
-  <td><%= it.h.when(e.receivedAt) %></td>
-  <td><%= e.reason || '' %></td>
-  <td><% if (it.replayable.includes(e.status)) { %><%~ include('@action', { action: '/console/events/' + encodeURIComponent(e.id) + '/replay', csrf: it.csrf, back: it.back, text: 'Replay', label: 'Replay event ' + e.id }) %><% } %></td>
+  <td data-label="Received"><%= it.h.when(e.receivedAt) %></td>
+  <td data-label="Event"><%= it.h.eventWords(e.type) %><br><a href="/console/events/<%= encodeURIComponent(e.id) %>"><code><%= e.id %></code></a></td>
+<% if (it.showOrganisation) { %>  <td data-label="Organisation"><% if (e.organisationId) { %><%~ include('@organisationRef', { id: e.organisationId, name: e.organisationName }) %><% } else { %><span class="muted">none matched</span><% } %></td>
+<% } %>
+  <td data-label="Status"><span class="badge badge-<%= e.status %>"><%= e.status %></span></td>
+  <td data-label="Reason"><%= e.reason || '—' %></td>
+  <td data-label="Action"><% if (it.replayable.includes(e.status)) { %><%~ include('@action', { action: '/console/events/' + encodeURIComponent(e.id) + '/replay', csrf: it.csrf, back: it.back, text: 'Replay', label: 'Replay event ' + e.id }) %><% } %></td>
 </tr>
 <% } %>
 </tbody>
@@ -167,16 +178,17 @@ const eventsTable = String.raw`<% if (!it.rows.length) { %><p>No webhook events<
 
 const auditTable = String.raw`<% if (!it.rows.length) { %><p>No audit entries.</p><% } else { %>
 <div class="table-wrap" role="region" aria-label="Audit entries" tabindex="0">
-<table>
-<thead><tr><th scope="col">When</th><th scope="col">Actor</th><th scope="col">Action</th><th scope="col">Organisation</th><th scope="col">Change</th></tr></thead>
+<table class="stack">
+<thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><% if (it.showOrganisation) { %><th scope="col">Organisation</th><% } %><th scope="col">What changed</th></tr></thead>
 <tbody>
 <% for (const a of it.rows) { %>
-<tr>
-  <td><%= it.h.when(a.at) %></td>
-  <td><%= a.actor %></td>
-  <td><%= a.action %></td>
-  <td><% if (a.organisation_id) { %><a href="/console/organisations/<%= a.organisation_id %>"><%= a.organisation_id %></a><% } %></td>
-  <td><% if (a.before) { %><span class="muted">before</span> <code><%= JSON.stringify(a.before) %></code><br><% } %><% if (a.after) { %><span class="muted">after</span> <code><%= JSON.stringify(a.after) %></code><% } %></td>
+<tr id="audit-<%= a.id %>">
+  <td data-label="When"><a href="/console/audit/<%= a.id %>"><%= it.h.when(a.at) %></a></td>
+  <td data-label="Who"><%~ it.h.email(a.actor.text) %><% if (a.actor.id) { %><br><code class="id"><%= a.actor.id %></code><% } %></td>
+  <td data-label="Action"><%= a.action %></td>
+<% if (it.showOrganisation) { %>  <td data-label="Organisation"><% if (a.organisation) { %><%~ include('@organisationRef', a.organisation) %><% } else { %><span class="muted">—</span><% } %></td>
+<% } %>
+  <td data-label="What changed"><%~ include('@changes', { changes: a.changes }) %></td>
 </tr>
 <% } %>
 </tbody>
@@ -186,23 +198,23 @@ const auditTable = String.raw`<% if (!it.rows.length) { %><p>No audit entries.</
 
 const organisations = String.raw`<% layout('@layout') %>
 <form class="filters" method="get" action="/console/organisations" role="search">
-  <label for="q">Name, id, external id, member email, customer id or subscription id
+  <label for="q">Part of a name or member email, or an exact id, external id, customer id or subscription id
     <input type="search" id="q" name="q" value="<%= it.q %>" maxlength="200" autocomplete="off">
   </label>
   <button type="submit" class="primary">Search</button>
 </form>
 <% if (!it.rows.length) { %><p>No organisation matches<%= it.q ? ' “' + it.q + '”' : '' %>.</p><% } else { %>
 <div class="table-wrap" role="region" aria-label="Organisations" tabindex="0">
-<table>
+<table class="stack">
 <thead><tr><th scope="col">Name</th><th scope="col">Id</th><th scope="col">External id</th><th scope="col">Customer</th><th scope="col">Created</th></tr></thead>
 <tbody>
 <% for (const o of it.rows) { %>
 <tr>
-  <td><a href="/console/organisations/<%= o.id %>"><%= o.name %></a></td>
-  <td><code><%= o.id %></code></td>
-  <td><%= o.externalId || '' %></td>
-  <td><%= o.customerId || '' %></td>
-  <td><%= it.h.when(o.createdAt) %></td>
+  <td data-label="Name"><a href="/console/organisations/<%= o.id %>"><%= o.name %></a><% if (o.matchedEmails && o.matchedEmails.length) { %><br><span class="muted">member <%~ o.matchedEmails.map(it.h.email).join(', ') %></span><% } %></td>
+  <td data-label="Id"><code class="id"><%= o.id %></code></td>
+  <td data-label="External id"><%= o.externalId || '—' %></td>
+  <td data-label="Customer"><%= o.customerId || '—' %></td>
+  <td data-label="Created"><%= it.h.day(o.createdAt) %></td>
 </tr>
 <% } %>
 </tbody>
@@ -216,9 +228,9 @@ const organisations = String.raw`<% layout('@layout') %>
 `;
 
 const organisation = String.raw`<% layout('@layout') %>
-<% const o = it.d.organisation, s = it.d.status; %>
+<% const o = it.d.organisation, s = it.d.status, ent = it.d.entitlements; %>
 <dl class="facts">
-  <dt>Id</dt><dd><code><%= o.id %></code></dd>
+  <dt>Id</dt><dd><code class="id"><%= o.id %></code></dd>
   <dt>External id</dt><dd><%= o.externalId || '—' %></dd>
   <dt>Provider customer</dt><dd><%= o.customerId || '—' %></dd>
   <dt>Created</dt><dd><%= it.h.when(o.createdAt) %></dd>
@@ -230,35 +242,40 @@ const organisation = String.raw`<% layout('@layout') %>
   <dt>Active</dt><dd><%= s.license.is_active ? 'yes' : 'no' %></dd>
   <dt>Expired</dt><dd><%= s.license.is_expired ? 'yes' : 'no' %></dd>
 </dl>
+<h3 id="why-heading">Why it has this license</h3>
+<ol class="timeline" aria-labelledby="why-heading">
+<% for (const step of it.d.timeline) { %>
+  <li><% if (step.when) { %><span class="when"><%= step.when %></span> <% } %><%= step.text %><% if (step.link) { %> <a href="<%= step.link.href %>"><%= step.link.label %></a><% } %></li>
+<% } %>
+</ol>
 <h3>Usage</h3>
 <dl class="facts">
 <% for (const [metric, u] of Object.entries(s.usage)) { %>
   <dt id="usage-<%= metric %>"><%= metric %></dt>
   <dd><meter class="bar" min="0" max="<%= Math.max(u.limit, 1) %>" value="<%= Math.min(u.used, Math.max(u.limit, 1)) %>" aria-labelledby="usage-<%= metric %>"></meter>
-      <%= u.used %> of <%= u.limit %> (<%= it.h.percent(u.used, u.limit) %> %)<%= u.at_capacity ? ', at capacity' : '' %></dd>
+      <%= it.h.num(u.used) %> of <%= it.h.num(u.limit) %> (<%= it.h.percent(u.used, u.limit) %>)<%= u.at_capacity ? ', at capacity' : '' %></dd>
 <% } %>
 </dl>
 </section>
 <section aria-labelledby="entitlements-heading">
 <h2 id="entitlements-heading">Entitlements</h2>
-<% const ent = it.d.entitlements; %>
 <dl class="facts">
-<% for (const [feature, on] of Object.entries(ent.features)) { %>
-  <dt><%= feature %></dt><dd><%= on ? 'yes' : 'no' %></dd>
+<% for (const [feature, on] of Object.entries(ent.features)) { const ov = it.d.overridden.get(feature); %>
+  <dt><%= feature %></dt><dd><%= on ? 'on' : 'off' %><% if (ov) { %> <span class="badge badge-override">override</span> <span class="muted"><%= ov.expires_at ? 'until ' + it.h.day(ov.expires_at) : 'with no end' %></span><% } %></dd>
 <% } %>
-<% for (const [metric, l] of Object.entries(ent.limits)) { %>
-  <dt><%= metric %> limit</dt><dd><%= l.limit %> (<%= l.source %>, <%= l.overage %> beyond it)</dd>
+<% for (const [metric, l] of Object.entries(ent.limits)) { const ov = it.d.overridden.get(metric); %>
+  <dt><%= metric %> limit</dt><dd><%= it.h.num(l.limit) %><% if (ov) { %> <span class="badge badge-override">override</span> <span class="muted"><%= ov.expires_at ? 'until ' + it.h.day(ov.expires_at) : 'with no end' %></span><% } else { %> <span class="muted">(from the <%= l.source === 'seats' ? 'seats' : 'tier' %>)</span><% } %>; beyond it: <%= l.overage === 'bill' ? 'billed' : 'refused' %></dd>
 <% } %>
 </dl>
 <h3>Overrides</h3>
 <% if (!it.d.overrides.length) { %><p>No overrides.</p><% } else { %>
 <div class="table-wrap" role="region" aria-label="Overrides" tabindex="0">
-<table>
+<table class="stack">
 <thead><tr><th scope="col">Name</th><th scope="col">Value</th><th scope="col">Expires</th><th scope="col">Note</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
 <tbody>
 <% for (const ov of it.d.overrides) { %>
-<tr><td><%= ov.name %></td><td><%= String(ov.value) %></td><td><%= ov.expires_at ? it.h.when(ov.expires_at) : 'never' %></td><td><%= ov.note || '' %></td>
-<td><%~ include('@action', { action: '/console/organisations/' + o.id + '/overrides/' + encodeURIComponent(ov.name) + '/delete', csrf: it.operator.csrfToken, text: 'Remove', label: 'Remove the override of ' + ov.name }) %></td></tr>
+<tr><td data-label="Name"><%= ov.name %></td><td data-label="Value"><%= typeof ov.value === 'boolean' ? (ov.value ? 'on' : 'off') : it.h.num(ov.value) %></td><td data-label="Expires"><%= ov.expires_at ? it.h.when(ov.expires_at) : 'never' %></td><td data-label="Note"><%= ov.note || '—' %></td>
+<td data-label="Action"><%~ include('@action', { action: '/console/organisations/' + o.id + '/overrides/' + encodeURIComponent(ov.name) + '/delete', csrf: it.operator.csrfToken, text: 'Remove', label: 'Remove the override of ' + ov.name }) %></td></tr>
 <% } %>
 </tbody>
 </table>
@@ -277,29 +294,21 @@ const organisation = String.raw`<% layout('@layout') %>
   <label for="ov-note">Note<input id="ov-note" name="note" maxlength="500"></label>
   <button type="submit" class="primary">Set override</button>
 </form>
-<h3>Why it has this license</h3>
-<ol class="explain">
-<% for (const step of it.d.explain.because) { %>
-  <li><strong><%= step.kind %></strong> <code><%= JSON.stringify(step) %></code></li>
-<% } %>
-</ol>
 </section>
 <section aria-labelledby="subs-heading">
 <h2 id="subs-heading">Subscriptions</h2>
 <% if (!it.d.subscriptions.length) { %><p>No subscriptions.</p><% } else { %>
 <div class="table-wrap" role="region" aria-label="Subscriptions" tabindex="0">
-<table>
-<thead><tr><th scope="col">Subscription</th><th scope="col">Tier</th><th scope="col">Status</th><th scope="col" class="num">Seats</th><th scope="col">Trial ends</th><th scope="col">Period</th><th scope="col">Pending change</th></tr></thead>
+<table class="stack">
+<thead><tr><th scope="col">Subscription</th><th scope="col">Plan</th><th scope="col">Status</th><th scope="col">Period</th><th scope="col">Pending change</th></tr></thead>
 <tbody>
 <% for (const sub of it.d.subscriptions) { %>
-<tr>
-  <td><code><%= sub.subscriptionId %></code></td>
-  <td><%= sub.tier || '—' %><%= sub.interval ? ' (' + sub.interval + ')' : '' %></td>
-  <td><span class="badge badge-<%= sub.status %>"><%= sub.status || 'unknown' %></span><%= sub.cancelAtPeriodEnd ? ', cancels at period end' : '' %><%= sub.graceSince ? ', past due since ' + it.h.when(sub.graceSince) + ', grace until ' + it.h.when(sub.graceEndsAt) : '' %></td>
-  <td class="num"><%= sub.seats ?? '—' %></td>
-  <td><%= sub.trialEnd ? it.h.when(sub.trialEnd) : '—' %></td>
-  <td><%= it.h.when(sub.currentPeriodStart) %> – <%= it.h.when(sub.currentPeriodEnd) %></td>
-  <td><%= sub.pendingChange ? JSON.stringify(sub.pendingChange) : '—' %></td>
+<tr id="sub-<%= sub.subscriptionId %>">
+  <td data-label="Subscription"><code class="id"><%= sub.subscriptionId %></code></td>
+  <td data-label="Plan"><%= sub.tier || '—' %><%= sub.interval ? ', ' + (sub.interval === 'year' ? 'yearly' : sub.interval === 'month' ? 'monthly' : sub.interval) : '' %><%= sub.seats !== null && sub.seats !== undefined ? ', ' + it.h.num(sub.seats) + (sub.seats === 1 ? ' seat' : ' seats') : '' %></td>
+  <td data-label="Status"><span class="badge badge-<%= sub.status %>"><%= sub.status || 'unknown' %></span><%= sub.cancelAtPeriodEnd ? ', cancels at period end' : '' %><%= sub.graceSince ? ', past due since ' + it.h.day(sub.graceSince) + ', grace until ' + it.h.day(sub.graceEndsAt) : '' %><%= sub.trialEnd ? ', trial until ' + it.h.day(sub.trialEnd) : '' %></td>
+  <td data-label="Period"><%= it.h.day(sub.currentPeriodStart) %> to <%= it.h.day(sub.currentPeriodEnd) %></td>
+  <td data-label="Pending change"><% const pc = sub.pendingChange; %><% if (pc) { %><%= pc.tier || 'same tier' %><%= pc.interval ? ', ' + (pc.interval === 'year' ? 'yearly' : 'monthly') : '' %><%= pc.seats ? ', ' + it.h.num(pc.seats) + (pc.seats === 1 ? ' seat' : ' seats') : '' %><%= pc.effective_at ? ', from ' + it.h.day(pc.effective_at) : '' %><% } else { %>—<% } %></td>
 </tr>
 <% } %>
 </tbody>
@@ -311,11 +320,11 @@ const organisation = String.raw`<% layout('@layout') %>
 <h2 id="members-heading">Members</h2>
 <% if (!it.d.members.length) { %><p>No members.</p><% } else { %>
 <div class="table-wrap" role="region" aria-label="Members" tabindex="0">
-<table>
+<table class="stack">
 <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Member since</th></tr></thead>
 <tbody>
 <% for (const m of it.d.members) { %>
-<tr><td><%= m.email %></td><td><%= m.role %></td><td><%= it.h.when(m.since) %></td></tr>
+<tr><td data-label="Email"><%~ it.h.email(m.email) %><br><code class="id"><%= m.userId %></code></td><td data-label="Role"><%= m.role %></td><td data-label="Member since"><%= it.h.day(m.since) %></td></tr>
 <% } %>
 </tbody>
 </table>
@@ -326,15 +335,15 @@ const organisation = String.raw`<% layout('@layout') %>
 <h2 id="invoices-heading">Billing history</h2>
 <% if (!it.d.invoices.length) { %><p>No paid invoices.</p><% } else { %>
 <div class="table-wrap" role="region" aria-label="Billing history" tabindex="0">
-<table>
-<thead><tr><th scope="col">Invoice</th><th scope="col" class="num">Paid</th><th scope="col">Paid at</th><th scope="col">Period</th></tr></thead>
+<table class="stack">
+<thead><tr><th scope="col">Invoice</th><th scope="col" class="num">Paid</th><th scope="col">Paid on</th><th scope="col">Period</th></tr></thead>
 <tbody>
 <% for (const inv of it.d.invoices) { %>
 <tr>
-  <td><% if (inv.hostedInvoiceUrl && /^https?:\/\//.test(inv.hostedInvoiceUrl)) { %><a href="<%= inv.hostedInvoiceUrl %>" rel="noopener noreferrer"><%= inv.invoiceId %></a><% } else { %><%= inv.invoiceId %><% } %></td>
-  <td class="num"><%= it.h.money(inv.amountPaid, inv.currency) %></td>
-  <td><%= it.h.when(inv.paidAt) %></td>
-  <td><%= it.h.when(inv.periodStart) %> – <%= it.h.when(inv.periodEnd) %></td>
+  <td data-label="Invoice"><% if (inv.hostedInvoiceUrl && /^https?:\/\//.test(inv.hostedInvoiceUrl)) { %><a href="<%= inv.hostedInvoiceUrl %>" rel="noopener noreferrer"><code><%= inv.invoiceId %></code></a><% } else { %><code><%= inv.invoiceId %></code><% } %></td>
+  <td data-label="Paid" class="num"><%= it.h.money(inv.amountPaid, inv.currency) %></td>
+  <td data-label="Paid on"><%= it.h.day(inv.paidAt) %></td>
+  <td data-label="Period"><%= it.h.day(inv.periodStart) %> to <%= it.h.day(inv.periodEnd) %></td>
 </tr>
 <% } %>
 </tbody>
@@ -351,15 +360,15 @@ const organisation = String.raw`<% layout('@layout') %>
 <h2 id="notifications-heading">Notifications</h2>
 <% if (!it.d.notifications.length) { %><p>No notifications.</p><% } else { %>
 <div class="table-wrap" role="region" aria-label="Notifications" tabindex="0">
-<table>
-<thead><tr><th scope="col">Webhook id</th><th scope="col">Type</th><th scope="col" class="num">Version</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
+<table class="stack">
+<thead><tr><th scope="col">Created</th><th scope="col">Notification</th><th scope="col">Status</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
 <tbody>
 <% for (const n of it.d.notifications) { %>
 <tr>
-  <td><code><%= n.id %></code></td><td><%= n.type %></td><td class="num"><%= n.version %></td>
-  <td><span class="badge badge-<%= n.status %>"><%= n.status %></span><%= n.lastError ? ' (' + n.lastError + ')' : '' %></td>
-  <td><%= it.h.when(n.createdAt) %></td>
-  <td><% if (n.status !== 'delivered') { %><%~ include('@action', { action: '/console/notifications/' + encodeURIComponent(n.id) + '/retry', csrf: it.operator.csrfToken, back: it.back, text: 'Retry', label: 'Retry notification ' + n.id }) %><% } %></td>
+  <td data-label="Created"><%= it.h.when(n.createdAt) %></td>
+  <td data-label="Notification"><%= n.type %>, version <%= it.h.num(n.version) %><br><code class="id"><%= n.id %></code></td>
+  <td data-label="Status"><span class="badge badge-<%= n.status %>"><%= n.status %></span><%= n.lastError ? ' (' + n.lastError + ')' : '' %></td>
+  <td data-label="Action"><% if (n.status !== 'delivered') { %><%~ include('@action', { action: '/console/notifications/' + encodeURIComponent(n.id) + '/retry', csrf: it.operator.csrfToken, back: it.back, text: 'Retry', label: 'Retry notification ' + n.id }) %><% } %></td>
 </tr>
 <% } %>
 </tbody>
@@ -394,7 +403,7 @@ const events = String.raw`<% layout('@layout') %>
 <% if (it.f.organisation_id) { %><input type="hidden" name="organisation_id" value="<%= it.f.organisation_id %>"><% } %>
   <button type="submit" class="primary">Filter</button>
 </form>
-<%~ include('@eventsTable', { rows: it.rows, replayable: it.replayable, csrf: it.operator.csrfToken, back: it.back, h: it.h, empty: ' match these filters' }) %>
+<%~ include('@eventsTable', { rows: it.rows, replayable: it.replayable, csrf: it.operator.csrfToken, back: it.back, h: it.h, empty: ' match these filters', showOrganisation: true }) %>
 <nav class="pager" aria-label="Pages">
 <% if (it.before) { %><a href="/console/events<%= it.h.params(it.f) %>">First page</a><% } %>
 <% if (it.next) { %><a href="/console/events<%= it.h.params({ ...it.f, before: it.next }) %>">Next page</a><% } %>
@@ -404,13 +413,13 @@ const events = String.raw`<% layout('@layout') %>
 const event = String.raw`<% layout('@layout') %>
 <% const e = it.e; %>
 <dl class="facts">
-  <dt>Type</dt><dd><%= e.type %></dd>
+  <dt>Type</dt><dd><%= it.h.eventWords(e.type) %> (<code><%= e.type %></code>)</dd>
   <dt>Status</dt><dd><span class="badge badge-<%= e.status %>"><%= e.status %></span><%= e.reason ? ' — ' + e.reason : '' %></dd>
-  <dt>Organisation</dt><dd><% if (e.organisationId) { %><a href="/console/organisations/<%= e.organisationId %>"><%= e.organisationId %></a><% } else { %>none matched<% } %></dd>
+  <dt>Organisation</dt><dd><% if (e.organisationId) { %><%~ include('@organisationRef', { id: e.organisationId, name: e.organisationName }) %><% } else { %>none matched<% } %></dd>
   <dt>Customer</dt><dd><%= e.customerId || '—' %></dd>
   <dt>Subscription</dt><dd><%= e.subscriptionId || '—' %></dd>
   <dt>Created (provider)</dt><dd><%= it.h.when(e.created) %></dd>
-  <dt>Received</dt><dd><%= it.h.when(e.receivedAt) %> (<%= e.source %>, <%= e.attempts %> deliver<%= e.attempts === 1 ? 'y' : 'ies' %>)</dd>
+  <dt>Received</dt><dd><%= it.h.when(e.receivedAt) %> (<%= e.source %>, <%= it.h.num(e.attempts) %> deliver<%= e.attempts === 1 ? 'y' : 'ies' %>)</dd>
   <dt>Processed</dt><dd><%= it.h.when(e.processedAt) %></dd>
 </dl>
 <% if (e.replayable) { %>
@@ -430,18 +439,17 @@ const notifications = String.raw`<% layout('@layout') %>
 </ul></nav>
 <% if (!it.rows.length) { %><p>No <%= it.status || '' %> notifications.</p><% } else { %>
 <div class="table-wrap" role="region" aria-label="Notifications" tabindex="0">
-<table>
-<thead><tr><th scope="col">Webhook id</th><th scope="col">Type</th><th scope="col">Organisation</th><th scope="col">Status</th><th scope="col">Deliveries</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
+<table class="stack">
+<thead><tr><th scope="col">Created</th><th scope="col">Notification</th><th scope="col">Organisation</th><th scope="col">Status</th><th scope="col">Deliveries</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
 <tbody>
 <% for (const n of it.rows) { %>
 <tr>
-  <td><code><%= n.id %></code></td>
-  <td><%= n.type %> v<%= n.version %></td>
-  <td><a href="/console/organisations/<%= n.organisationId %>"><%= n.organisationId %></a></td>
-  <td><span class="badge badge-<%= n.status %>"><%= n.status %></span></td>
-  <td><% for (const d of n.deliveries) { %><div><%= d.url %>: <%= d.status %>, <%= d.attempts %> attempt<%= d.attempts === 1 ? '' : 's' %><%= d.lastError ? ' (' + d.lastError + ')' : '' %></div><% } %></td>
-  <td><%= it.h.when(n.createdAt) %></td>
-  <td><% if (n.status !== 'delivered') { %><%~ include('@action', { action: '/console/notifications/' + encodeURIComponent(n.id) + '/retry', csrf: it.operator.csrfToken, back: it.back, text: 'Retry', label: 'Retry notification ' + n.id }) %><% } %></td>
+  <td data-label="Created"><%= it.h.when(n.createdAt) %></td>
+  <td data-label="Notification"><%= n.type %>, version <%= it.h.num(n.version) %><br><code class="id"><%= n.id %></code></td>
+  <td data-label="Organisation"><%~ include('@organisationRef', { id: n.organisationId, name: n.organisationName }) %></td>
+  <td data-label="Status"><span class="badge badge-<%= n.status %>"><%= n.status %></span></td>
+  <td data-label="Deliveries"><% for (const d of n.deliveries) { %><div><%= d.url %>: <%= d.status %>, <%= it.h.num(d.attempts) %> attempt<%= d.attempts === 1 ? '' : 's' %><%= d.lastError ? ' (' + d.lastError + ')' : '' %></div><% } %></td>
+  <td data-label="Action"><% if (n.status !== 'delivered') { %><%~ include('@action', { action: '/console/notifications/' + encodeURIComponent(n.id) + '/retry', csrf: it.operator.csrfToken, back: it.back, text: 'Retry', label: 'Retry notification ' + n.id }) %><% } %></td>
 </tr>
 <% } %>
 </tbody>
@@ -456,15 +464,15 @@ listed whoever started them (the schedule, the CLI's <code>provider:sync</code>,
 <p><%~ include('@action', { action: '/console/reconciliation/run', csrf: it.operator.csrfToken, text: 'Run now' }) %></p>
 <% if (!it.runs.length) { %><p>No runs recorded yet.</p><% } else { %>
 <div class="table-wrap" role="region" aria-label="Reconciliation runs" tabindex="0">
-<table>
+<table class="stack">
 <thead><tr><th scope="col">Started</th><th scope="col">By</th><th scope="col">Outcome</th><th scope="col">Finished</th><th scope="col">Summary</th></tr></thead>
 <tbody>
 <% for (const r of it.runs) { %>
 <tr>
-  <td><%= it.h.when(r.startedAt) %></td><td><%= r.trigger %></td>
-  <td><span class="badge badge-<%= r.outcome %>"><%= r.outcome %></span></td>
-  <td><%= it.h.when(r.finishedAt) %></td>
-  <td><% if (r.summary) { %><%= r.summary.events_seen %> events seen, <%= r.summary.events_applied %> applied; <%= r.summary.subscriptions_checked %> subscriptions checked, <%= r.summary.subscriptions_corrected %> corrected<% } else if (r.error) { %><%= r.error %><% } %></td>
+  <td data-label="Started"><%= it.h.when(r.startedAt) %></td><td data-label="By"><%= it.h.who(r.trigger) %></td>
+  <td data-label="Outcome"><span class="badge badge-<%= r.outcome %>"><%= r.outcome %></span></td>
+  <td data-label="Finished"><%= it.h.when(r.finishedAt) %></td>
+  <td data-label="Summary"><% if (r.summary) { %><%= it.h.num(r.summary.events_seen) %> events seen, <%= it.h.num(r.summary.events_applied) %> applied; <%= it.h.num(r.summary.subscriptions_checked) %> subscriptions checked, <%= it.h.num(r.summary.subscriptions_corrected) %> corrected<% } else if (r.error) { %><%= r.error %><% } else { %>—<% } %></td>
 </tr>
 <% } %>
 </tbody>
@@ -475,11 +483,25 @@ listed whoever started them (the schedule, the CLI's <code>provider:sync</code>,
 
 const audit = String.raw`<% layout('@layout') %>
 <p>Every change made through the admin API, the subscription-change routes, the operator CLI and this console, newest first.</p>
-<%~ include('@auditTable', { rows: it.rows, h: it.h }) %>
+<%~ include('@auditTable', { rows: it.rows, h: it.h, showOrganisation: true }) %>
 <nav class="pager" aria-label="Pages">
 <% if (it.after) { %><a href="/console/audit">First page</a><% } %>
 <% if (it.next) { %><a href="/console/audit<%= it.h.params({ after: it.next }) %>">Next page</a><% } %>
 </nav>
+`;
+
+const auditEntry = String.raw`<% layout('@layout') %>
+<% const a = it.entry; %>
+<dl class="facts">
+  <dt>When</dt><dd><%= it.h.when(a.at) %></dd>
+  <dt>Who</dt><dd><%= a.actor.text %><% if (a.actor.id) { %> <code class="id"><%= a.actor.id %></code><% } %></dd>
+  <dt>Action</dt><dd><%= a.action %></dd>
+  <dt>Organisation</dt><dd><% if (a.organisation) { %><%~ include('@organisationRef', a.organisation) %><% } else { %>—<% } %></dd>
+  <dt>Request id</dt><dd><% if (a.requestId) { %><code class="id"><%= a.requestId %></code><% } else { %>—<% } %></dd>
+</dl>
+<h2>What changed</h2>
+<%~ include('@changes', { changes: a.changes }) %>
+<p><a href="/console/audit">The whole audit log</a></p>
 `;
 
 export const TEMPLATES = {
@@ -491,6 +513,8 @@ export const TEMPLATES = {
   error,
   overview,
   action,
+  organisationRef,
+  changes,
   eventsTable,
   auditTable,
   organisations,
@@ -500,4 +524,5 @@ export const TEMPLATES = {
   notifications,
   reconciliation,
   audit,
+  auditEntry,
 };

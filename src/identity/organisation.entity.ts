@@ -3,6 +3,8 @@ import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn,
 @Entity('organisations')
 // The operator console lists organisations by name (keyset on name, id).
 @Index('organisations_name_idx', ['name', 'id'])
+// …and by part of the name: a trigram index (migration ConsoleSearchTrigram) TypeORM cannot describe.
+@Index('organisations_name_trgm_idx', { synchronize: false })
 @Unique('organisations_provider_customer_id_key', ['providerCustomerId'])
 @Unique('organisations_external_id_key', ['externalId'])
 @Check('organisations_external_id_check', `char_length(external_id) BETWEEN 1 AND 255`)
