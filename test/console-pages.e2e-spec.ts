@@ -60,6 +60,41 @@ describe('console pages and actions', () => {
     expect(none.text).not.toContain(org.id);
   });
 
+  it("finds by part of a member's email, says which member matched, and asks for three characters before searching by part", async () => {
+    const { record: org } = await identity().provisionOrganisation('Quiet Holdings');
+    const tag = randomUUID().slice(0, 8);
+    const bob = await identity().createUser(`bob.${tag}@partial.example`);
+    await identity().addMember(org.id, bob.id, 'admin');
+    const found = (await get(`/console/organisations?q=${encodeURIComponent(`BOB.${tag}`)}`)).text;
+    expect(found).toContain(`href="/console/organisations/${org.id}"`);
+    expect(found).toContain(`<br><span class="muted">member <span class="nowrap">bob.${tag}@</span><wbr><span class="nowrap">partial.example</span></span>`);
+    // Two characters: only exact look-ups, and the page says why nothing partial was looked for.
+    const short = (await get('/console/organisations?q=Qu')).text;
+    expect(short).not.toContain(org.id);
+    expect(short).toContain('No organisation matches “Qu”. Type at least 3 characters to search by part of a name or email.');
+    expect((await get('/console/organisations?q=Qui')).text).toContain(org.id);
+  });
+
+  it('pages through a partial search with more than 5,000 matches by name, as through a few', async () => {
+    // 5,010 organisations whose owners' emails share a domain: more than the search collects and sorts, so it walks
+    // the organisations by name instead; the pages are the same as a sort of every match would give. Made last name
+    // first, so that the matches found first are not the first by name.
+    const tag = randomUUID().slice(0, 8);
+    await t.db.query(
+      `WITH o AS (INSERT INTO organisations (name) SELECT 'Crowd ' || lpad(i::text, 4, '0') FROM generate_series(5010, 1, -1) AS i RETURNING id, name),
+            u AS (INSERT INTO users (email) SELECT 'owner.' || substr(o.name, 7) || '@crowd-${tag}.example' FROM o RETURNING id, email)
+       INSERT INTO memberships (organisation_id, user_id, role)
+       SELECT o.id, u.id, 'owner' FROM o JOIN u ON u.email = 'owner.' || substr(o.name, 7) || '@crowd-${tag}.example'`,
+    );
+    const names = (text: string) => [...text.matchAll(/">(Crowd \d{4})<\/a>/g)].map((m) => m[1]);
+    const first = await get(`/console/organisations?q=${encodeURIComponent(`@crowd-${tag}`)}`);
+    expect(names(first.text)).toEqual(Array.from({ length: 50 }, (_, i) => `Crowd ${String(i + 1).padStart(4, '0')}`));
+    const next = /href="(\/console\/organisations\?[^"]*after=[^"]+)">Next page/.exec(first.text)![1].replace(/&amp;/g, '&');
+    expect(names((await get(next)).text)).toEqual(Array.from({ length: 50 }, (_, i) => `Crowd ${String(i + 51).padStart(4, '0')}`));
+    // A few of them (the collected and sorted way): the same order.
+    expect(names((await get(`/console/organisations?q=${encodeURIComponent(`owner.100`)}`)).text)).toEqual(Array.from({ length: 10 }, (_, i) => `Crowd 100${i}`));
+  });
+
   it('escapes SQL and HTML in the search and in stored names, and takes LIKE wildcards literally', async () => {
     const evil = await identity().createOrganisation('<img src=x onerror=alert(1)> 100% Evil');
     await identity().createOrganisation('Plain Co');

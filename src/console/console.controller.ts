@@ -11,6 +11,7 @@ import { ConsoleOidcService } from './console-oidc.service';
 import { redirectWithFlash, sendPage, takeFlash } from './console-pages';
 import { consoleToken, ConsoleRequest, ConsoleSessionGuard } from './console-session.guard';
 import { ConsoleViews, PageData } from './console-views';
+import { PARTIAL_SEARCH_MIN } from './console.repository';
 import { ConsoleService, REPLAYABLE } from './console.service';
 
 type Template = Parameters<ConsoleViews['render']>[0];
@@ -66,7 +67,7 @@ export class ConsoleController {
   async organisations(@Query('q') q: unknown, @Query('after') after: unknown, @Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
     const query = text(q, 'q') ?? '';
     const found = await this.console.organisations(query, text(after, 'after', 2000));
-    this.page(req, res, 'organisations', { title: 'Organisations', section: 'organisations', q: query, after, ...found });
+    this.page(req, res, 'organisations', { title: 'Organisations', section: 'organisations', q: query, after, partialMin: PARTIAL_SEARCH_MIN, ...found });
   }
 
   @Get('organisations/:id')

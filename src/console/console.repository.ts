@@ -102,6 +102,11 @@ const ORGANISATION_KEYSET = `AND ($1::text IS NULL OR (o.name, o.id) > ($1::text
 // A message's status: pending while any delivery is, else failed when any gave up, else delivered (as the outbox says).
 const MESSAGE_STATUS = `CASE WHEN bool_or(d.status = 'pending') THEN 'pending' WHEN bool_or(d.status = 'failed') THEN 'failed' ELSE 'delivered' END`;
 
+/** The shortest text searched for as part of a name or email: a trigram index needs three characters. */
+export const PARTIAL_SEARCH_MIN = 3;
+// Up to this many matches of a partial search are collected and sorted; beyond, the organisations are walked by name.
+const PARTIAL_PROBE = 5000;
+
 /** `%`, `_` and `\` in a search taken literally by LIKE. */
 const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -147,9 +152,9 @@ export class ConsoleRepository {
   /**
    * Organisations matching `query`, by name then id, keyset after `after`: every one when it is empty; else those
    * it names exactly (id, external id, provider customer id, a member's email, a subscription id: each an index
-   * look-up), and only when it names none, those with it in their name or in a member's email (any case; LIKE's
-   * wildcards in it taken literally; served by the trigram indexes of migration ConsoleSearchTrigram), each with
-   * the members' emails it matched. The query is a parameter, never SQL.
+   * look-up), and only when it names none and has at least PARTIAL_SEARCH_MIN characters, those with it in their
+   * name or in a member's email (any case; LIKE's wildcards in it taken literally), each with the members' emails
+   * it matched. The query is a parameter, never SQL.
    */
   async searchOrganisations(query: string, after: { name: string; id: string } | undefined, rows: number): Promise<OrganisationRow[]> {
     const keyset = [after?.name ?? null, after?.id ?? null, rows];
@@ -163,15 +168,27 @@ export class ConsoleRepository {
       [...keyset, UUID.test(query) ? query : null, query],
     );
     // A next page is asked for only when rows of the same kind of match remain, so pages never mix kinds.
-    if (exact.length) return exact;
+    if (exact.length || query.length < PARTIAL_SEARCH_MIN) return exact;
+    const pattern = `%${likeLiteral(query)}%`;
+    // Few matches (the trigram indexes find them): sort those. Many: walk the organisations by name, testing
+    // each, which stops at the page's end instead of collecting and sorting every match.
+    const probe = await this.db.query<{ kind: 'name' | 'email'; id: string }[]>(
+      `SELECT 'name' AS kind, id FROM (SELECT id FROM organisations WHERE name ILIKE $1 LIMIT $2) AS n
+       UNION ALL
+       SELECT 'email', organisation_id FROM (SELECT m.organisation_id FROM users u JOIN memberships m ON m.user_id = u.id WHERE u.email ILIKE $1 LIMIT $2) AS e`,
+      [pattern, PARTIAL_PROBE + 1],
+    );
+    const many = (['name', 'email'] as const).some((kind) => probe.filter((p) => p.kind === kind).length > PARTIAL_PROBE);
+    const matching = many
+      ? `(o.name ILIKE $4 OR EXISTS (SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.organisation_id = o.id AND u.email ILIKE $4
+           OFFSET 0))` // OFFSET 0: tested per organisation, not hashed over every member first
+      : `o.id = ANY($5::uuid[])`;
     return this.db.query(
       `SELECT o.id, o.name, o.external_id AS "externalId", o.provider_customer_id AS "customerId", o.created_at AS "createdAt",
               (SELECT array_agg(u.email ORDER BY u.email) FROM memberships m JOIN users u ON u.id = m.user_id
                WHERE m.organisation_id = o.id AND u.email ILIKE $4) AS "matchedEmails"
-       FROM organisations o WHERE o.id IN (
-         SELECT id FROM organisations WHERE name ILIKE $4
-         UNION SELECT m.organisation_id FROM users u JOIN memberships m ON m.user_id = u.id WHERE u.email ILIKE $4) ${ORGANISATION_KEYSET}`,
-      [...keyset, `%${likeLiteral(query)}%`],
+       FROM organisations o WHERE ${matching} ${ORGANISATION_KEYSET}`,
+      many ? [...keyset, pattern] : [...keyset, pattern, [...new Set(probe.map((p) => p.id))]],
     );
   }
 

@@ -203,7 +203,7 @@ const organisations = String.raw`<% layout('@layout') %>
   </label>
   <button type="submit" class="primary">Search</button>
 </form>
-<% if (!it.rows.length) { %><p>No organisation matches<%= it.q ? ' “' + it.q + '”' : '' %>.</p><% } else { %>
+<% if (!it.rows.length) { %><p>No organisation matches<%= it.q ? ' “' + it.q + '”' : '' %>.<% if (it.q && it.q.trim().length < it.partialMin) { %> Type at least <%= it.partialMin %> characters to search by part of a name or email.<% } %></p><% } else { %>
 <div class="table-wrap" role="region" aria-label="Organisations" tabindex="0">
 <table class="stack">
 <thead><tr><th scope="col">Name</th><th scope="col">Id</th><th scope="col">External id</th><th scope="col">Customer</th><th scope="col">Created</th></tr></thead>
