@@ -9,17 +9,22 @@ import { PlansService } from './plans.service';
 import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { ReturnPagesController } from './return-pages.controller';
 import { CheckoutReportService } from './checkout-report.service';
+import { CreditCheckoutService } from './credit-checkout.service';
+import { CreditPurchasesController } from './credit-purchases.controller';
+import { CustomerRecords } from './customer-records.service';
 
 /**
- * The plan list and its prices; checkout, portal, checkout-session report and billing history; the pages a buyer
- * returns to. The provider is reached only through the PaymentProvider port (src/provider).
+ * The plan list and its prices; checkout, portal, checkout-session report and billing history; buying credit packs;
+ * the pages a buyer returns to. The provider is reached only through the PaymentProvider port (src/provider).
  */
 @Module({
   imports: [SubscriptionsModule],
-  controllers: [BillingController, ReturnPagesController],
+  controllers: [BillingController, CreditPurchasesController, ReturnPagesController],
   providers: [
     CheckoutReportService,
     CheckoutService,
+    CreditCheckoutService,
+    CustomerRecords,
     PortalService,
     PlansService,
     HistoryService,

@@ -8,6 +8,7 @@ import { CallerLimits } from '../provider/caller-limits';
 import { CheckoutSessionInfo, PaymentProvider, PaymentProviderError } from '../provider/payment-provider.port';
 import { providerFailure } from '../provider/provider-failure';
 import { CheckoutSessionResult } from './checkout-session.dto';
+import { packPurchaseOf } from './credit-purchases';
 
 // Checked before the provider is called, so a crafted id (`../customers/cus_1`) never reaches its API.
 export const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
@@ -44,13 +45,16 @@ export class CheckoutReportService {
     if (!COMPLETED.includes(session.paymentStatus)) {
       throw new AppException('payment_not_completed', 'The payment of this checkout session is not completed.');
     }
-    return {
+    const result: CheckoutSessionResult = {
       session_id: session.id,
       amount_total: session.amountTotal ?? 0,
       currency: (session.currency ?? '').toUpperCase(),
       tier: session.metadata.tier ?? null,
       created: session.created,
     };
+    // A credit pack's session (spec §16.3) says what it bought; a subscription's keeps the seed's five fields.
+    const pack = packPurchaseOf(session.metadata);
+    return pack ? { ...result, tier: null, pack: pack.pack, quantity: pack.quantity } : result;
   }
 
   private async retrieve(caller: AuthUser, sessionId: string): Promise<CheckoutSessionInfo> {

@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { PlanPrice } from '../provider/price-catalog';
+import { PackPrice, PlanPrice } from '../provider/price-catalog';
 
 export class PlanPriceDto implements PlanPrice {
   @ApiProperty({ example: 'price_1PgafmB7WZ01zgkW6dKueIc5', description: 'The provider price id' }) id: string;
@@ -40,6 +40,25 @@ export class Plan {
   @ApiProperty({ type: [PlanPriceDto], description: 'The prices the provider confirmed; none for free' }) prices: PlanPriceDto[];
 }
 
+export class PackPriceDto implements PackPrice {
+  @ApiProperty({ example: 'price_1PgbB2B7WZ01zgkWq6mFa0bz', description: 'The provider price id (one-time)' }) id: string;
+  @ApiProperty({ type: String, nullable: true, enum: [null], example: null, description: 'A one-time price has no interval' }) interval: null;
+  @ApiProperty({ type: Number, nullable: true, enum: [null], example: null }) interval_count: null;
+  @ApiProperty({ example: 1000, description: 'Integer minor units, per pack' }) unit_amount: number;
+  @ApiProperty({ example: 'EUR', description: 'ISO currency code, upper case' }) currency: string;
+}
+
+export class CreditPackPlan {
+  @ApiProperty({ example: 'tokens_1m', description: 'The name POST /api/billing/credits/checkout takes' }) pack: string;
+  @ApiProperty({ example: 'ai_tokens', description: 'The metric whose credits it sells' }) metric: string;
+  @ApiProperty({ type: 'integer', example: 1000000, description: 'Credits per pack' }) amount: number;
+  @ApiProperty({ type: 'integer', nullable: true, example: 365, description: 'The credits expire this many days after the purchase; null: never' })
+  expires_after_days: number | null;
+  @ApiProperty({ type: [PackPriceDto], description: 'The one-time prices the provider confirmed (the first is sold)' }) prices: PackPriceDto[];
+}
+
 export class PlanList {
   @ApiProperty({ type: [Plan], description: 'In the tier table\'s order, free first' }) data: Plan[];
+  @ApiProperty({ type: [CreditPackPlan], description: "The tier table's credit packs, in its order (none unless TIERS_FILE sells some)" })
+  credit_packs: CreditPackPlan[];
 }

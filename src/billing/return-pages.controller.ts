@@ -10,7 +10,7 @@ const page = (title: string, body: string) => htmlPage(`${title} · Billing`, `<
 
 /**
  * Where a buyer lands back with the default APP_URL (this service's own origin): after paying
- * (`/billing/success?session_id=…`, checkout's default success_url), after cancelling a checkout
+ * (`/billing/success?session_id=…`, checkout's default success_url; `&credits=1` after a credit pack's), after cancelling a checkout
  * (`/billing/cancel`) and after leaving the portal (`/billing`). A web app with its own APP_URL serves these
  * itself. Public and static: they say what happened and read nothing, so the session id in the query is
  * never looked up (it is only echoed, escaped, when it has the shape of one). No script, as everywhere but
@@ -23,12 +23,14 @@ export class ReturnPagesController {
   @Get('success')
   @Header('Content-Type', 'text/html; charset=utf-8')
   @Header('Cache-Control', 'no-store')
-  success(@Query('session_id') sessionId: unknown): string {
+  success(@Query('session_id') sessionId: unknown, @Query('credits') credits: unknown): string {
     const shown = typeof sessionId === 'string' && CHECKOUT_SESSION_ID.test(sessionId);
     const reference = shown ? `\n<p>Reference: <code>${esc(sessionId)}</code></p>` : '';
+    // `credits=1`: the default return of a credit pack's checkout (spec §16.3).
+    const what = credits === '1' ? 'Your credits are being added' : 'Your plan is being activated';
     return page(
       'Payment received',
-      `<p>Thank you. Your plan is being activated; it can take a few seconds to show in the application.</p>${reference}
+      `<p>Thank you. ${what}; it can take a few seconds to show in the application.</p>${reference}
 <p>You can close this page.</p>`,
     );
   }

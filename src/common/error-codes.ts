@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   organisation_id_required: [400, 'The caller belongs to several organisations (or none): name one with organisation_id.'],
   invalid_tier: [400, 'The tier is unknown or not a paid tier.'],
   tier_not_for_sale: [400, 'The tier has no provider price configured (PAYPROVIDER_PRICE_<TIER>).'],
+  invalid_pack: [400, "The credit pack is not one of the tier table's credit_packs."],
+  pack_not_for_sale: [400, 'The credit pack has no provider price configured (PAYPROVIDER_PRICE_PACK_<PACK>).'],
   invalid_return_url: [400, 'A return URL is not an absolute URL under APP_URL.'],
   invalid_cursor: [400, 'starting_after names no entry of the list: not an invoice id of this history, or (GET /api/me) not an organisation of the caller\'s.'],
   unknown_entitlement: [400, 'The name is not a feature (the check) or not a feature or metric (overrides) of the tier table.'],

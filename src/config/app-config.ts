@@ -4,7 +4,8 @@ import { resolve } from 'node:path';
 import { parseSigningKeys, SigningKey } from './entitlement-keys';
 import { list } from './env-rules';
 import { EnvDto } from './env.dto';
-import { DEFAULT_TIERS, METERED_METRICS, MeteredMetric, TierTable, loadTiersFile } from './tiers';
+import { CreditPacks, loadTierTableFile } from './credit-packs';
+import { DEFAULT_TIERS, METERED_METRICS, MeteredMetric, TierTable } from './tiers';
 
 /**
  * The validated configuration, typed. It is also the DI token: inject `AppConfig` anywhere (the one way to
@@ -62,6 +63,8 @@ export class AppConfig {
   readonly checkout: { trialRequiresPaymentMethod: boolean; allowPromotionCodes: boolean; automaticTax: boolean };
   /** Tier name → its provider price ids, from PAYPROVIDER_PRICE_<TIER> (comma-separated; the first is sold). */
   readonly providerPrices: Record<string, string[]>;
+  /** Credit pack name → its one-time provider price ids, from PAYPROVIDER_PRICE_PACK_<PACK> (the first is sold). */
+  readonly providerPackPrices: Record<string, string[]>;
   /** Metric → the provider's meter event name its accepted usage is reported under (PAYPROVIDER_METER_<METRIC>, spec §13). */
   readonly providerMeters: Partial<Record<MeteredMetric, string>>;
   /** METER_FLUSH_S: the length of a meter window, in seconds. */
@@ -70,6 +73,8 @@ export class AppConfig {
   /** Where a person's browser reaches this service (the sandbox's pages); unset: http://localhost:<port>. */
   readonly publicUrl?: URL;
   readonly tiers: TierTable;
+  /** The credit packs TIERS_FILE sells (spec §16.3); none in the built-in table. */
+  readonly creditPacks: CreditPacks;
   readonly sessionTtlS: number;
   /** SERVICE_API_KEYS: each key with its name (`name:key`; a bare key is `key<N>`, N its 1-based place), the actor of the audit log. */
   readonly serviceApiKeys: NamedKey[];
@@ -126,7 +131,10 @@ type Env = Record<string, string | undefined>;
 export function loadConfig(env: Env = process.env): AppConfig {
   const given = givenValues(env);
   const dto = validateEnv(given);
-  const tiers = dto.TIERS_FILE ? wrap('TIERS_FILE', () => loadTiersFile(dto.TIERS_FILE!)) : DEFAULT_TIERS;
+  const { tiers, creditPacks } = dto.TIERS_FILE
+    ? wrap('TIERS_FILE', () => loadTierTableFile(dto.TIERS_FILE!))
+    : { tiers: DEFAULT_TIERS, creditPacks: {} };
+  const prices = providerPrices(given, tiers, creditPacks);
   const config: AppConfig = {
     nodeEnv: dto.NODE_ENV,
     port: dto.PORT,
@@ -151,12 +159,14 @@ export function loadConfig(env: Env = process.env): AppConfig {
       allowPromotionCodes: dto.PAYPROVIDER_ALLOW_PROMOTION_CODES,
       automaticTax: dto.PAYPROVIDER_AUTOMATIC_TAX,
     },
-    providerPrices: providerPrices(given, tiers),
+    providerPrices: prices.tiers,
+    providerPackPrices: prices.packs,
     providerMeters: providerMeters(given, dto),
     meterFlushS: dto.METER_FLUSH_S,
     appUrl: new URL(dto.APP_URL),
     publicUrl: dto.PUBLIC_URL === undefined ? undefined : new URL(dto.PUBLIC_URL),
     tiers,
+    creditPacks,
     sessionTtlS: dto.SESSION_TTL_S,
     serviceApiKeys: namedKeys(dto.SERVICE_API_KEYS),
     gracePeriodDays: dto.GRACE_PERIOD_DAYS,
@@ -226,19 +236,26 @@ function database(dto: EnvDto): DatabaseSettings {
   };
 }
 
-/** PAYPROVIDER_PRICE_<TIER> for each tier of the table; a price id may identify one tier only. */
-function providerPrices(given: Record<string, string>, tiers: TierTable): Record<string, string[]> {
-  const prices: Record<string, string[]> = {};
+/**
+ * PAYPROVIDER_PRICE_<TIER> for each tier of the table and PAYPROVIDER_PRICE_PACK_<PACK> for each credit pack; a
+ * price id may identify one tier or pack only, and one variable may name one of them only.
+ */
+function providerPrices(given: Record<string, string>, tiers: TierTable, packs: CreditPacks): { tiers: Record<string, string[]>; packs: Record<string, string[]> } {
+  const prices = { tiers: {} as Record<string, string[]>, packs: {} as Record<string, string[]> };
   const seen = new Map<string, string>();
-  for (const tier of Object.keys(tiers)) {
-    const name = `PAYPROVIDER_PRICE_${tier.toUpperCase().replace(/-/g, '_')}`;
+  const owners = new Map<string, string>();
+  const read = (name: string, owner: string, into: Record<string, string[]>, key: string) => {
+    if (owners.has(name)) throw new ConfigError(`${name}: names both the ${owners.get(name)} and the ${owner}; rename one of them`);
+    owners.set(name, owner);
     const ids = list(given[name]);
     for (const id of ids) {
-      if (seen.has(id)) throw new ConfigError(`${name}: price ${id} is also listed for the tier ${seen.get(id)}`);
-      seen.set(id, tier);
+      if (seen.has(id)) throw new ConfigError(`${name}: price ${id} is also listed for the ${seen.get(id)}`);
+      seen.set(id, owner);
     }
-    if (ids.length) prices[tier] = ids;
-  }
+    if (ids.length) into[key] = ids;
+  };
+  for (const tier of Object.keys(tiers)) read(`PAYPROVIDER_PRICE_${tier.toUpperCase().replace(/-/g, '_')}`, `tier ${tier}`, prices.tiers, tier);
+  for (const pack of Object.keys(packs)) read(`PAYPROVIDER_PRICE_PACK_${pack.toUpperCase()}`, `credit pack ${pack}`, prices.packs, pack);
   return prices;
 }
 

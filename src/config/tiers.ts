@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-
 /** The metrics every tier has (spec §5); a TIERS_FILE may add further ones (`metrics`, spec §11.1). */
 export const METRICS = ['projects', 'ai_tokens', 'users'] as const;
 export type Metric = (typeof METRICS)[number];
@@ -105,17 +103,6 @@ export function paidTiers(tiers: TierTable): string[] {
 
 export function isPaidTier(tiers: TierTable, tier: string): boolean {
   return tier !== FREE_TIER && Object.hasOwn(tiers, tier);
-}
-
-/** Reads and validates a tier table file; throws an Error whose message names the tier and the field. */
-export function loadTiersFile(path: string): TierTable {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    throw new Error(`TIERS_FILE ${path}: cannot be read as JSON (${(err as Error).message})`, { cause: err });
-  }
-  return parseTiers(raw, `TIERS_FILE ${path}`);
 }
 
 const TIER_NAME = /^[a-z][a-z0-9-]{0,31}$/;

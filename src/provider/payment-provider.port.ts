@@ -55,6 +55,32 @@ export interface CreateCheckoutInput {
   automaticTax: boolean;
 }
 
+/**
+ * A checkout of credit packs (spec §16.3): mode payment, the pack's one-time price × quantity, for the
+ * organisation's customer, with an invoice for the buyer.
+ */
+export interface PackCheckoutInput {
+  organisationId: string;
+  pack: string;
+  /** The provider price sold for the pack (PAYPROVIDER_PRICE_PACK_<PACK>); the sandbox needs none. */
+  priceId?: string;
+  quantity: number;
+  customerId: string;
+  /** On the session and on its invoice: what the paid session's grant is made from. */
+  metadata: Record<string, string>;
+  successUrl: string;
+  cancelUrl: string;
+  allowPromotionCodes: boolean;
+  automaticTax: boolean;
+}
+
+/** A customer as the provider has it: whether it can be charged off-session (spec §16.4). */
+export interface CustomerInfo {
+  id: string;
+  /** `invoice_settings.default_payment_method` (else the legacy `default_source`): what an invoice is paid with. */
+  defaultPaymentMethod: string | null;
+}
+
 /** One item of a subscription: a price of the provider's and how many of it (seats). */
 export interface PlanItem {
   price: string;
@@ -147,6 +173,24 @@ export abstract class PaymentProvider {
   abstract retrieveCheckoutSession(sessionId: string): Promise<CheckoutSessionInfo>;
 
   abstract createCheckoutSession(input: CreateCheckoutInput): Promise<{ id: string; url: string }>;
+
+  /**
+   * The price ids of a credit pack: PAYPROVIDER_PRICE_PACK_<PACK> for the real provider (the first is sold); the
+   * sandbox's own one-time price for the sandbox.
+   */
+  abstract packPriceIds(pack: string): string[];
+
+  /** Throws PaymentProviderError('not_found', …, 'customer') for a customer the provider does not know. */
+  abstract createPackCheckoutSession(input: PackCheckoutInput): Promise<{ id: string; url: string }>;
+
+  /**
+   * A new customer for the organisation (`metadata.organisation_id`), for a purchase that needs one before the
+   * provider would make it (a pack checkout, spec §16.3).
+   */
+  abstract createCustomer(organisationId: string): Promise<{ id: string }>;
+
+  /** Throws PaymentProviderError('not_found') for a customer the provider does not know or deleted. */
+  abstract retrieveCustomer(customerId: string): Promise<CustomerInfo>;
 
   /**
    * Expires an open checkout session, so it can no longer be paid. Throws PaymentProviderError('not_found') for

@@ -15,14 +15,24 @@ export interface PlanPrice {
   currency: string;
 }
 
+/** A credit pack's one-time price as the plan list shows it (spec §16.3): a tier's price without an interval. */
+export interface PackPrice extends Omit<PlanPrice, 'interval' | 'interval_count'> {
+  interval: null;
+  interval_count: null;
+}
+
+/** What a price id is sold for: a tier's subscription (recurring) or a credit pack (one-time). */
+type Sold = 'tier' | 'pack';
+
 const REFRESH_MS = 60 * 60 * 1000;
 /** After a refresh the provider could not answer (down, rate-limited): sooner than the hour. */
 const RETRY_MS = 60 * 1000;
 
 /**
- * The tiers' prices as the provider has them, read in the background: after the start and every hour (sooner
- * after a failure). A start never waits on the provider; until the first answer a tier lists no prices. A
- * price the provider does not know, or that is inactive, is logged at error level and left out; one the
+ * The tiers' and credit packs' prices as the provider has them, read in the background: after the start and
+ * every hour (sooner after a failure). A start never waits on the provider; until the first answer a tier or
+ * pack lists no prices. A price the provider does not know, or that is inactive, or whose kind is not what it
+ * sells (a tier's must be recurring, a pack's one-time), is logged at error level and left out; one the
  * provider could not be asked about keeps what the last refresh read. Each instance reads its own (a few
  * background-priority requests an hour).
  */
@@ -30,6 +40,7 @@ const RETRY_MS = 60 * 1000;
 export class PriceCatalog implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('PriceCatalog');
   private prices = new Map<string, PlanPrice>();
+  private packPrices = new Map<string, PackPrice>();
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private stopped = false;
@@ -63,6 +74,11 @@ export class PriceCatalog implements OnApplicationBootstrap, OnApplicationShutdo
     return this.pricesOf(tier).find((p) => p.interval === interval);
   }
 
+  /** The credit pack's prices the provider confirmed, in the order PAYPROVIDER_PRICE_PACK_<PACK> lists them. */
+  packPricesOf(pack: string): PackPrice[] {
+    return this.provider.packPriceIds(pack).flatMap((id) => this.packPrices.get(id) ?? []);
+  }
+
   /** The paid tier that sells this price id, and the price's interval when the provider confirmed it. */
   planOfPrice(priceId: string): { tier: string; interval: string | null } | undefined {
     const tier = paidTiers(this.config.tiers).find((t) => this.provider.tierPriceIds(t).includes(priceId));
@@ -82,14 +98,17 @@ export class PriceCatalog implements OnApplicationBootstrap, OnApplicationShutdo
 
   private async readAll(): Promise<void> {
     clearTimeout(this.timer);
-    const ids = paidTiers(this.config.tiers).flatMap((tier) => this.provider.tierPriceIds(tier));
-    const outcomes = await Promise.all(ids.map((id) => this.read(id)));
+    const ids = [
+      ...paidTiers(this.config.tiers).flatMap((tier) => this.provider.tierPriceIds(tier).map((id) => [id, 'tier'] as const)),
+      ...Object.keys(this.config.creditPacks).flatMap((pack) => this.provider.packPriceIds(pack).map((id) => [id, 'pack'] as const)),
+    ];
+    const outcomes = await Promise.all(ids.map(([id, sold]) => this.read(id, sold)));
     if (this.stopped) return;
     this.timer = setTimeout(() => void this.refresh(), outcomes.includes('unanswered') ? RETRY_MS : REFRESH_MS);
     this.timer.unref();
   }
 
-  private async read(id: string): Promise<'read' | 'left out' | 'unanswered'> {
+  private async read(id: string, sold: Sold): Promise<'read' | 'left out' | 'unanswered'> {
     let price: PriceInfo;
     try {
       price = await this.provider.retrievePrice(id);
@@ -99,16 +118,24 @@ export class PriceCatalog implements OnApplicationBootstrap, OnApplicationShutdo
       return 'unanswered';
     }
     if (!price.active) return this.leaveOut(id, 'the price is inactive at the payment provider');
+    const currency = price.currency.toUpperCase();
+    if (sold === 'pack') {
+      // A pack is bought once, in a checkout of mode payment, which takes one-time prices only.
+      if (price.recurring || price.unitAmount === null) return this.leaveOut(id, "a credit pack's price is not a one-time price with a fixed unit amount");
+      this.packPrices.set(id, { id, interval: null, interval_count: null, unit_amount: price.unitAmount, currency });
+      return 'read';
+    }
     if (!price.recurring || price.unitAmount === null) {
       return this.leaveOut(id, 'the price is not a recurring price with a fixed unit amount');
     }
     const { interval, intervalCount } = price.recurring;
-    this.prices.set(id, { id, interval, interval_count: intervalCount, unit_amount: price.unitAmount, currency: price.currency.toUpperCase() });
+    this.prices.set(id, { id, interval, interval_count: intervalCount, unit_amount: price.unitAmount, currency });
     return 'read';
   }
 
   private leaveOut(priceId: string, reason: string): 'left out' {
     this.prices.delete(priceId);
+    this.packPrices.delete(priceId);
     this.logger.error({ msg: `plan list: price left out: ${reason}`, priceId });
     return 'left out';
   }

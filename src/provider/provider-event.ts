@@ -16,6 +16,8 @@ export const EVENT_TYPES = {
   scheduleReleased: 'subscription_schedule.released',
   scheduleCanceled: 'subscription_schedule.canceled',
   scheduleCompleted: 'subscription_schedule.completed',
+  checkoutSessionCompleted: 'checkout.session.completed',
+  checkoutSessionAsyncPaymentSucceeded: 'checkout.session.async_payment_succeeded',
 } as const;
 
 export type EventType = (typeof EVENT_TYPES)[keyof typeof EVENT_TYPES];

@@ -5,9 +5,11 @@ import { providerCalls } from '../common/metrics';
 import {
   CheckoutSessionInfo,
   CreateCheckoutInput,
+  CustomerInfo,
   InvoicePreview,
   MeterEventInput,
   ItemChange,
+  PackCheckoutInput,
   PaymentProvider,
   PaymentProviderError,
   PaymentProviderErrorKind,
@@ -28,6 +30,8 @@ const PRIORITY: Record<string, ProviderPriority> = {
   'checkout_session.create': 'interactive',
   'checkout_session.expire': 'interactive',
   'portal_session.create': 'interactive',
+  'customer.create': 'interactive',
+  'customer.retrieve': 'interactive',
   'checkout_session.retrieve': 'read',
   'subscription.retrieve': 'read',
   'subscription.update': 'interactive',
@@ -135,6 +139,50 @@ export class StripePaymentProvider extends PaymentProvider {
       });
       if (!s.url) throw new PaymentProviderError('rejected', `checkout session ${s.id} came back without a url`);
       return { id: s.id, url: s.url };
+    });
+  }
+
+  packPriceIds(pack: string): string[] {
+    return this.config.providerPackPrices[pack] ?? [];
+  }
+
+  createPackCheckoutSession(input: PackCheckoutInput): Promise<{ id: string; url: string }> {
+    const priceId = input.priceId;
+    if (!priceId) throw new PaymentProviderError('rejected', `no price id for credit pack ${input.pack}`);
+    return this.call('checkout_session.create', async () => {
+      const s = await this.stripe.checkout.sessions.create({
+        mode: 'payment',
+        line_items: [{ price: priceId, quantity: input.quantity }],
+        client_reference_id: input.organisationId,
+        customer: input.customerId,
+        metadata: input.metadata,
+        // The buyer gets an invoice; its metadata names the organisation like the session's.
+        invoice_creation: { enabled: true, invoice_data: { metadata: input.metadata } },
+        ...(input.allowPromotionCodes ? { allow_promotion_codes: true } : {}),
+        ...(input.automaticTax
+          ? { automatic_tax: { enabled: true }, tax_id_collection: { enabled: true }, customer_update: { address: 'auto', name: 'auto' } }
+          : {}),
+        success_url: input.successUrl,
+        cancel_url: input.cancelUrl,
+      });
+      if (!s.url) throw new PaymentProviderError('rejected', `checkout session ${s.id} came back without a url`);
+      return { id: s.id, url: s.url };
+    });
+  }
+
+  createCustomer(organisationId: string): Promise<{ id: string }> {
+    return this.call('customer.create', async () => {
+      const c = await this.stripe.customers.create({ metadata: { organisation_id: organisationId } });
+      return { id: c.id };
+    });
+  }
+
+  retrieveCustomer(customerId: string): Promise<CustomerInfo> {
+    return this.call('customer.retrieve', async () => {
+      const c = await this.stripe.customers.retrieve(customerId);
+      // The provider still answers a deleted customer, as a stub: nobody can be charged through it.
+      if (c.deleted) throw new PaymentProviderError('not_found', `No such customer: '${customerId}' (deleted)`, 'customer');
+      return { id: c.id, defaultPaymentMethod: idOf(c.invoice_settings?.default_payment_method ?? null) ?? idOf(c.default_source ?? null) };
     });
   }
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ProviderEvent } from '../provider/provider-event';
+import type { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
 import { SIGNATURE_HEADER, signatureHeader } from '../provider/provider-signature';
 
 /**
@@ -12,6 +13,8 @@ export const SANDBOX_CURRENCY = 'eur';
 /** Monthly sandbox prices in minor units; a tier from a TIERS_FILE that is not listed costs the fallback. */
 export const SANDBOX_PRICES: Record<string, number> = { pro: 2900, team: 9900, enterprise: 49900 };
 export const SANDBOX_FALLBACK_PRICE = 1900;
+/** What the sandbox charges for one credit pack, whatever its size, in minor units. */
+export const SANDBOX_PACK_PRICE = 1000;
 const API_VERSION = '2025-10-29.clover';
 
 export function sandboxPrice(tier: string): number {
@@ -106,6 +109,36 @@ export function sandboxPriceId(tier: string, interval: SandboxInterval): string 
 export function parseSandboxPriceId(id: string): { tier: string; interval: SandboxInterval } | undefined {
   const match = /^price_sandbox_([a-z][a-z0-9-]*?)(_yearly)?$/.exec(id);
   return match ? { tier: match[1], interval: match[2] ? 'year' : 'month' } : undefined;
+}
+
+/** The sandbox's one-time price of a credit pack. Pack names have no `-`, tier names no `_`: no id is both. */
+export function sandboxPackPriceId(pack: string): string {
+  return `price_sandbox_pack_${pack}`;
+}
+
+/** The pack of a sandbox pack price id, or undefined for an id that is not one. */
+export function parseSandboxPackPriceId(id: string): string | undefined {
+  return /^price_sandbox_pack_([a-z][a-z0-9_]*)$/.exec(id)?.[1];
+}
+
+export function packPriceObject(pack: string) {
+  return {
+    id: sandboxPackPriceId(pack),
+    object: 'price',
+    active: true,
+    billing_scheme: 'per_unit',
+    currency: SANDBOX_CURRENCY,
+    livemode: false,
+    lookup_key: `pack_${pack}`,
+    metadata: { pack },
+    nickname: `Sandbox credit pack ${pack}`,
+    product: `prod_sandbox_pack_${pack}`,
+    recurring: null,
+    tax_behavior: 'unspecified',
+    type: 'one_time',
+    unit_amount: SANDBOX_PACK_PRICE,
+    unit_amount_decimal: String(SANDBOX_PACK_PRICE),
+  };
 }
 
 /** Per unit (per seat), in minor units. */
@@ -238,7 +271,7 @@ export function scheduleObject(s: ScheduleState, withNext = true) {
   };
 }
 
-/** One line of a sandbox invoice, in minor units (a credit for unused time is negative). */
+/** One line of a sandbox subscription's invoice, in minor units (a credit for unused time is negative). */
 export interface InvoiceLine extends SandboxPlan {
   description: string;
   amount: number;
@@ -247,20 +280,56 @@ export interface InvoiceLine extends SandboxPlan {
   proration: boolean;
 }
 
+/** A line of credit packs (a pack checkout's invoice, an automatic top-up's), from an invoice item (`ii_…`). */
+export interface PackLine {
+  pack: string;
+  quantity: number;
+  invoiceItem: string;
+  description: string;
+  amount: number;
+  periodStart: number;
+  periodEnd: number;
+}
+
+export type SandboxInvoiceLine = InvoiceLine | PackLine;
+
+export const isPackLine = (line: SandboxInvoiceLine): line is PackLine => 'pack' in line;
+
+/** A pack line: `quantity` packs at the sandbox's pack price. */
+export function packLine(pack: string, quantity: number, at: number): PackLine {
+  return {
+    pack,
+    quantity,
+    invoiceItem: randomId('ii_'),
+    description: `${quantity} × credit pack ${pack}`,
+    amount: SANDBOX_PACK_PRICE * quantity,
+    periodStart: at,
+    periodEnd: at,
+  };
+}
+
 export interface InvoiceState {
   id: string;
   customerId: string;
-  subscriptionId: string;
+  /** Null for an invoice of no subscription (credit packs). */
+  subscriptionId: string | null;
   subscriptionMetadata: Record<string, string>;
-  itemId: string;
-  /** subscription_create, subscription_cycle (a renewal), subscription_update (a prorated change). */
+  itemId: string | null;
+  /** subscription_create, subscription_cycle (a renewal), subscription_update (a prorated change), manual. */
   billingReason: string;
-  lines: InvoiceLine[];
+  lines: SandboxInvoiceLine[];
+  /** What it charges: paid once `status` is paid. */
   amountPaid: number;
   periodStart: number;
   periodEnd: number;
-  paidAt: number;
+  /** Null until paid. */
+  paidAt: number | null;
   hostedInvoiceUrl: string | null;
+  /** Default paid (a subscription's invoices are paid as they are made). */
+  status?: 'draft' | 'open' | 'paid';
+  metadata?: Record<string, string>;
+  /** Default `paidAt`. */
+  created?: number;
 }
 
 /** The full price of one period of `plan`, as the invoice line of a checkout or a renewal. */
@@ -276,15 +345,18 @@ export function periodLine(plan: SandboxPlan, periodStart: number, periodEnd: nu
 }
 
 export function invoiceObject(i: InvoiceState) {
+  const status = i.status ?? 'paid';
+  const paid = status === 'paid';
+  const created = i.created ?? i.paidAt!;
   return {
     id: i.id,
     object: 'invoice',
     amount_due: i.amountPaid,
-    amount_paid: i.amountPaid,
-    amount_remaining: 0,
+    amount_paid: paid ? i.amountPaid : 0,
+    amount_remaining: paid ? 0 : i.amountPaid,
     billing_reason: i.billingReason,
     collection_method: 'charge_automatically',
-    created: i.paidAt,
+    created,
     currency: SANDBOX_CURRENCY,
     customer: i.customerId,
     hosted_invoice_url: i.hostedInvoiceUrl,
@@ -295,22 +367,21 @@ export function invoiceObject(i: InvoiceState) {
       url: `/v1/invoices/${i.id}/lines`,
     },
     livemode: false,
-    metadata: {},
-    parent: {
-      type: 'subscription_details',
-      quote_details: null,
-      subscription_details: { metadata: i.subscriptionMetadata, subscription: i.subscriptionId },
-    },
+    metadata: i.metadata ?? {},
+    parent: i.subscriptionId
+      ? { type: 'subscription_details', quote_details: null, subscription_details: { metadata: i.subscriptionMetadata, subscription: i.subscriptionId } }
+      : null,
     period_end: i.periodEnd,
     period_start: i.periodStart,
-    status: 'paid',
-    status_transitions: { finalized_at: i.paidAt, marked_uncollectible_at: null, paid_at: i.paidAt, voided_at: null },
+    status,
+    status_transitions: { finalized_at: status === 'draft' ? null : created, marked_uncollectible_at: null, paid_at: i.paidAt, voided_at: null },
     subtotal: i.lines.reduce((sum, line) => sum + line.amount, 0),
     total: i.lines.reduce((sum, line) => sum + line.amount, 0),
   };
 }
 
-export function lineObject(line: InvoiceLine, id: string, i: { id: string | null; subscriptionId: string; itemId: string }) {
+export function lineObject(line: SandboxInvoiceLine, id: string, i: { id: string | null; subscriptionId: string | null; itemId: string | null }) {
+  if (isPackLine(line)) return packLineObject(line, id, i.id);
   return {
     id,
     object: 'line_item',
@@ -331,6 +402,57 @@ export function lineObject(line: InvoiceLine, id: string, i: { id: string | null
       unit_amount_decimal: String(unitAmount(line.tier, line.interval)),
     },
     quantity: line.quantity,
+  };
+}
+
+function packLineObject(line: PackLine, id: string, invoiceId: string | null) {
+  return {
+    id,
+    object: 'line_item',
+    amount: line.amount,
+    currency: SANDBOX_CURRENCY,
+    description: line.description,
+    invoice: invoiceId,
+    livemode: false,
+    metadata: {},
+    parent: {
+      type: 'invoice_item_details',
+      invoice_item_details: { invoice_item: line.invoiceItem, proration: false, proration_details: { credited_items: null }, subscription: null },
+    },
+    period: { start: line.periodStart, end: line.periodEnd },
+    pricing: {
+      type: 'price_details',
+      price_details: { price: sandboxPackPriceId(line.pack), product: `prod_sandbox_pack_${line.pack}` },
+      unit_amount_decimal: String(SANDBOX_PACK_PRICE),
+    },
+    quantity: line.quantity,
+  };
+}
+
+/** A checkout session as the provider's API and its `checkout.session.*` events carry it. */
+export function checkoutSessionObject(s: SandboxCheckoutSession) {
+  return {
+    id: s.id,
+    object: 'checkout.session',
+    amount_subtotal: s.amountTotal,
+    amount_total: s.amountTotal,
+    cancel_url: s.cancelUrl,
+    client_reference_id: s.clientReferenceId,
+    created: s.created,
+    currency: s.currency,
+    customer: s.customerId,
+    expires_at: s.expiresAt,
+    invoice: s.invoiceId,
+    invoice_creation: s.mode === 'payment' ? { enabled: true, invoice_data: { metadata: s.metadata } } : null,
+    livemode: false,
+    metadata: s.metadata,
+    mode: s.mode,
+    payment_status: s.paymentStatus,
+    status: s.status,
+    subscription: s.subscriptionId,
+    success_url: s.successUrl,
+    // The provider drops the URL of a session that can no longer be paid; an open one's is the sandbox's page (not known here).
+    url: null,
   };
 }
 

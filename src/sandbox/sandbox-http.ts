@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Response } from 'express';
 import { AppConfig } from '../config/app-config';
+import { CreditPack } from '../config/credit-packs';
 import { paidTiers } from '../config/tiers';
 import { SandboxInterval, SandboxPlan } from './provider-events';
 import { messagePage } from './sandbox-pages';
@@ -45,6 +46,11 @@ export class SandboxHttp {
   offer(tier: string): PortalTier {
     const plan = this.config.tiers[tier];
     return { tier, perSeat: plan?.perSeat ?? false, maxSeats: plan?.metrics.users.limit ?? 1 };
+  }
+
+  /** A credit pack of the tier table (the sandbox's checkout page says what it grants). */
+  pack(name: string): CreditPack | undefined {
+    return Object.hasOwn(this.config.creditPacks, name) ? this.config.creditPacks[name] : undefined;
   }
 
   /** Every paid tier, in the tier table's order (which the portal reads as small to big). */

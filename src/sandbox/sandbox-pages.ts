@@ -1,6 +1,6 @@
 import { formatDate, formatMoney, formatNumber } from '../common/display-format';
 import { esc, htmlPage } from '../common/html-page';
-import { nowSeconds, SANDBOX_CURRENCY, SandboxInterval, SandboxPlan, trialEndOf, unitAmount } from './provider-events';
+import { isPackLine, nowSeconds, SANDBOX_CURRENCY, SANDBOX_PACK_PRICE, SandboxInterval, SandboxPlan, trialEndOf, unitAmount } from './provider-events';
 import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
 import { SandboxInvoice } from './sandbox-invoice.entity';
 import { MeterTotal } from './sandbox.repository';
@@ -58,7 +58,7 @@ export function checkoutPage(s: SandboxCheckoutSession, choice: SandboxPlan, tie
   const intervals = (['month', 'year'] as const)
     .map(
       (i) =>
-        `<label><input type="radio" name="interval" value="${i}" data-unit-amount="${unitAmount(s.tier, i)}"${i === choice.interval ? ' checked' : ''}> ${esc(priceText(s.tier, i, tier.perSeat))}</label>`,
+        `<label><input type="radio" name="interval" value="${i}" data-unit-amount="${unitAmount(choice.tier, i)}"${i === choice.interval ? ' checked' : ''}> ${esc(priceText(choice.tier, i, tier.perSeat))}</label>`,
     )
     .join('\n');
   const seats = tier.perSeat
@@ -108,29 +108,63 @@ export function deliveryFailedPage(retryAction: string, error: string): string {
 
 export function invoicePage(i: SandboxInvoice, usage: MeterTotal[] = []): string {
   const lines = i.lines
-    .map((line) => `<tr><td>${esc(line.description)}<br><span class="note">${esc(formatDate(line.periodStart))} to ${esc(formatDate(line.periodEnd))}</span></td><td>${esc(formatMoney(line.amount, i.currency))}</td></tr>`)
+    .map((line) => `<tr><td>${esc(line.description)}${isPackLine(line) ? '' : `<br><span class="note">${esc(formatDate(line.periodStart))} to ${esc(formatDate(line.periodEnd))}</span>`}</td><td>${esc(formatMoney(line.amount, i.currency))}</td></tr>`)
     .join('\n');
+  const subscription = i.tier !== null;
   return layout(
     `Invoice ${i.id}`,
     `<h1>Invoice ${esc(i.id)}</h1>
 <dl>
-<dt>Status</dt><dd>paid</dd>
-<dt>Plan</dt><dd>${esc(i.tier)}</dd>
+<dt>Status</dt><dd>${esc(i.status)}</dd>
+<dt>${subscription ? 'Plan' : 'For'}</dt><dd>${esc(i.tier ?? 'credit packs')}</dd>
 <dt>Amount</dt><dd>${esc(formatMoney(i.amountPaid, i.currency))}</dd>
-<dt>Period</dt><dd>${esc(formatDate(i.periodStart))} to ${esc(formatDate(i.periodEnd))}</dd>
-<dt>Paid on</dt><dd>${esc(formatDate(i.paidAt))}</dd>
+${subscription ? `<dt>Period</dt><dd>${esc(formatDate(i.periodStart))} to ${esc(formatDate(i.periodEnd))}</dd>\n` : ''}<dt>Paid on</dt><dd>${i.paidAt === null ? 'not paid' : esc(formatDate(i.paidAt))}</dd>
 </dl>
 <table><caption>Lines</caption>
 ${lines}
 </table>
-<h2>Metered usage in this period</h2>
+${subscription ? usageSection(usage) : ''}`,
+  );
+}
+
+function usageSection(usage: MeterTotal[]): string {
+  return `<h2>Metered usage in this period</h2>
 ${
   usage.length
     ? `<table><caption>Meter events</caption><tr><th>Meter event</th><th>Total</th><th>Events</th></tr>
 ${usage.map((u) => `<tr><td>${esc(u.eventName)}</td><td>${esc(formatNumber(u.total))}</td><td>${esc(formatNumber(u.events))}</td></tr>`).join('\n')}
 </table>`
     : '<p>No meter events were reported for this period.</p>'
-}`,
+}`;
+}
+
+/**
+ * The checkout page of credit packs (mode payment): what is bought and its total, nothing to choose. The Pay form
+ * carries the total shown, so a page older than the session's amount pays nothing.
+ */
+export function packCheckoutPage(s: SandboxCheckoutSession, pack: { metric: string; amount: number } | undefined): string {
+  if (s.status === 'complete') {
+    return layout(
+      'Already paid',
+      `<h1>This checkout is already paid</h1>
+<p>The credit packs were bought with this session.</p>
+<form method="post" action="/sandbox/checkout/${esc(s.id)}/pay"><button type="submit">Continue</button></form>`,
+    );
+  }
+  const credits = pack ? `<p>${esc(formatNumber(pack.amount * s.quantity))} ${esc(pack.metric)} credits.</p>\n` : '';
+  return layout(
+    `Buy credit pack ${s.pack}`,
+    `<h1>Buy ${esc(s.quantity)} × credit pack ${esc(s.pack)}</h1>
+${credits}<form method="post" action="/sandbox/checkout/${esc(s.id)}/pay">
+<p class="total">Total: ${esc(money(s.amountTotal))} (${esc(money(SANDBOX_PACK_PRICE))} per pack)</p>
+<input type="hidden" name="total" value="${esc(s.amountTotal)}">
+<div class="actions">
+<button type="submit">Pay ${esc(money(s.amountTotal))}</button>
+<a href="${esc(s.cancelUrl)}">Cancel and return</a>
+</div>
+</form>
+<p class="note">Paying here completes the checkout, saves the card for later top-ups, and sends the signed
+<code>checkout.session.completed</code> and <code>invoice.paid</code> events to this service's webhook endpoint. Session <code>${esc(s.id)}</code>.</p>`,
   );
 }
 

@@ -5,9 +5,11 @@ import { providerCalls } from '../common/metrics';
 import {
   CheckoutSessionInfo,
   CreateCheckoutInput,
+  CustomerInfo,
   InvoicePreview,
   ItemChange,
   MeterEventInput,
+  PackCheckoutInput,
   PaymentProvider,
   PaymentProviderError,
   PlanItem,
@@ -17,7 +19,18 @@ import {
 } from '../provider/payment-provider.port';
 import { ProviderEvent } from '../provider/provider-event';
 import { meterTimestampProblem } from '../provider/meter-rules';
-import { nowSeconds, parseSandboxPriceId, priceObject, SANDBOX_CURRENCY, SandboxPlan, sandboxPriceIds, scheduleObject } from './provider-events';
+import {
+  nowSeconds,
+  packPriceObject,
+  parseSandboxPackPriceId,
+  parseSandboxPriceId,
+  priceObject,
+  SANDBOX_CURRENCY,
+  sandboxPackPriceId,
+  SandboxPlan,
+  sandboxPriceIds,
+  scheduleObject,
+} from './provider-events';
 import { SandboxDelivery } from './sandbox-delivery';
 import { SandboxSubscriptions } from './sandbox-subscriptions';
 import { SandboxStore } from './sandbox.store';
@@ -46,9 +59,19 @@ export class SandboxPaymentProvider extends PaymentProvider {
     return sandboxPriceIds(tier);
   }
 
-  /** The sandbox's own prices (provider-events.ts): one monthly and one yearly for each paid tier. */
+  /** The sandbox prices every credit pack of the table itself: one one-time price each. */
+  packPriceIds(pack: string): string[] {
+    return Object.hasOwn(this.config.creditPacks, pack) ? [sandboxPackPriceId(pack)] : [];
+  }
+
+  /** The sandbox's own prices (provider-events.ts): one monthly and one yearly for each paid tier, one per credit pack. */
   retrievePrice(priceId: string): Promise<PriceInfo> {
     return this.call('prices.retrieve', async () => {
+      const pack = parseSandboxPackPriceId(priceId);
+      if (pack !== undefined && Object.hasOwn(this.config.creditPacks, pack)) {
+        const p = packPriceObject(pack);
+        return { id: p.id, active: p.active, unitAmount: p.unit_amount, currency: p.currency, recurring: null };
+      }
       const parsed = parseSandboxPriceId(priceId);
       if (!parsed || !isPaidTier(this.config.tiers, parsed.tier)) throw new PaymentProviderError('not_found', `No such price: '${priceId}'`);
       const p = priceObject(parsed.tier, parsed.interval);
@@ -101,6 +124,36 @@ export class SandboxPaymentProvider extends PaymentProvider {
         cancelUrl: input.cancelUrl,
       });
       return { id: s.id, url: this.urls.page(`/sandbox/checkout/${s.id}`) };
+    });
+  }
+
+  createPackCheckoutSession(input: PackCheckoutInput): Promise<{ id: string; url: string }> {
+    return this.call('checkout.sessions.create', async () => {
+      if (!(await this.store.customerExists(input.customerId))) {
+        throw new PaymentProviderError('not_found', `No such customer: '${input.customerId}'`, 'customer');
+      }
+      const s = await this.store.createPackCheckout({
+        pack: input.pack,
+        quantity: input.quantity,
+        metadata: input.metadata,
+        clientReferenceId: input.organisationId,
+        customerId: input.customerId,
+        successUrl: input.successUrl,
+        cancelUrl: input.cancelUrl,
+      });
+      return { id: s.id, url: this.urls.page(`/sandbox/checkout/${s.id}`) };
+    });
+  }
+
+  createCustomer(organisationId: string): Promise<{ id: string }> {
+    return this.call('customers.create', async () => ({ id: (await this.store.createCustomer({ organisation_id: organisationId })).id }));
+  }
+
+  retrieveCustomer(customerId: string): Promise<CustomerInfo> {
+    return this.call('customers.retrieve', async () => {
+      const customer = await this.store.findCustomer(customerId);
+      if (!customer) throw new PaymentProviderError('not_found', `No such customer: '${customerId}'`, 'customer');
+      return { id: customer.id, defaultPaymentMethod: customer.defaultPaymentMethod };
     });
   }
 

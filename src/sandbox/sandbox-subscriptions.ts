@@ -261,11 +261,14 @@ export class SandboxSubscriptions {
       subscriptionId: c.sub.id,
       tier: c.sub.tier,
       billingReason,
+      status: 'paid' as const,
+      metadata: {},
       lines: charge.lines,
       amountPaid: charge.amountDue,
       currency: SANDBOX_CURRENCY,
       periodStart: charge.periodStart,
       periodEnd: charge.periodEnd,
+      created: at,
       paidAt: at,
     };
     await this.sandbox.insertInvoice(c.m, invoice);

@@ -8,7 +8,7 @@ import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
 import { SandboxDelivery } from './sandbox-delivery';
 import { CheckoutForm, CheckoutQuery, PlanChoiceForm } from './sandbox-forms';
 import { expired, notFound, SandboxHttp } from './sandbox-http';
-import { checkoutPage, deliveryFailedPage, invoicePage, messagePage, periodAmount } from './sandbox-pages';
+import { checkoutPage, deliveryFailedPage, invoicePage, messagePage, packCheckoutPage, periodAmount } from './sandbox-pages';
 import { SandboxStore } from './sandbox.store';
 import { SandboxUrls } from './sandbox-urls';
 
@@ -38,9 +38,10 @@ export class SandboxController {
     if (session.status === 'expired' || (session.status === 'open' && session.expiresAt <= nowSeconds())) {
       return this.http.send(res, 410, expired(session.cancelUrl));
     }
+    if (session.mode === 'payment') return this.http.send(res, 200, packCheckoutPage(session, this.http.pack(session.pack!)));
     const choice = this.choice(session, query);
     if (typeof choice === 'string') return this.http.send(res, 400, messagePage('Invalid choice', choice, { href: `/sandbox/checkout/${id}`, label: 'Back' }));
-    return this.http.send(res, 200, checkoutPage(session, choice, this.http.offer(session.tier), query.recheck === '1'));
+    return this.http.send(res, 200, checkoutPage(session, choice, this.http.offer(choice.tier), query.recheck === '1'));
   }
 
   /** The checkout page's script (progressive enhancement: the page works without it). */
@@ -74,10 +75,14 @@ export class SandboxController {
   private async complete(id: string, form: CheckoutForm, card: boolean, res: Response) {
     const found = this.http.enabled() && CHECKOUT_ID.test(id) ? await this.store.findCheckout(id) : undefined;
     if (!found) return this.http.send(res, 404, notFound('checkout session'));
-    const choice = this.choice(found, form);
+    // A pack checkout has nothing to choose: what the session sells, at the total its page showed.
+    if (found.mode === 'payment' && found.status === 'open' && form.total !== undefined && Number(form.total) !== found.amountTotal) {
+      return this.http.redirect(res, `/sandbox/checkout/${id}`);
+    }
+    const choice = found.mode === 'payment' ? { tier: '', interval: found.interval, quantity: found.quantity } : this.choice(found, form);
     if (typeof choice === 'string') return this.http.send(res, 400, messagePage('Invalid choice', choice, { href: `/sandbox/checkout/${id}`, label: 'Back' }));
     // The page showed another total than the choice's (changed without script): pay nothing, show the choice's.
-    if (found.status === 'open' && form.total !== undefined && Number(form.total) !== periodAmount(choice)) {
+    if (found.mode === 'subscription' && found.status === 'open' && form.total !== undefined && Number(form.total) !== periodAmount(choice)) {
       const query = new URLSearchParams({ interval: choice.interval, seats: String(choice.quantity), recheck: '1' });
       return this.http.redirect(res, `/sandbox/checkout/${id}?${query}`);
     }
@@ -94,6 +99,6 @@ export class SandboxController {
 
   /** The session's plan with the page's interval and seats, or why they cannot be bought. */
   private choice(session: SandboxCheckoutSession, form: PlanChoiceForm): SandboxPlan | string {
-    return this.http.plan(session.tier, form.interval ?? session.interval, form.seats ?? String(session.quantity));
+    return this.http.plan(session.tier!, form.interval ?? session.interval, form.seats ?? String(session.quantity));
   }
 }

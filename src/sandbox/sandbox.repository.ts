@@ -51,7 +51,7 @@ export class SandboxRepository {
   async markCheckoutPaid(
     m: EntityManager,
     id: string,
-    paid: Pick<SandboxCheckoutSession, 'customerId' | 'subscriptionId' | 'interval' | 'quantity' | 'amountTotal' | 'paymentStatus'>,
+    paid: Pick<SandboxCheckoutSession, 'customerId' | 'subscriptionId' | 'invoiceId' | 'interval' | 'quantity' | 'amountTotal' | 'paymentStatus'>,
   ): Promise<SandboxCheckoutSession> {
     const checkouts = m.getRepository(SandboxCheckoutSession);
     await checkouts.update({ id }, { status: 'complete', ...paid });
@@ -73,6 +73,15 @@ export class SandboxRepository {
   /** Creates the customer unless it exists. */
   async ensureCustomer(m: EntityManager, customer: SandboxCustomer): Promise<void> {
     await m.createQueryBuilder().insert().into(SandboxCustomer).values(customer).orIgnore().execute();
+  }
+
+  findCustomer(id: string, m: EntityManager = this.db.manager): Promise<SandboxCustomer | null> {
+    return m.getRepository(SandboxCustomer).findOneBy({ id });
+  }
+
+  /** A card given at a checkout (or added in the portal) becomes the customer's default payment method. */
+  async saveCard(m: EntityManager, customerId: string, paymentMethod: string): Promise<void> {
+    await m.getRepository(SandboxCustomer).update({ id: customerId }, { defaultPaymentMethod: paymentMethod });
   }
 
   async insertPortal(portal: SandboxPortalSession): Promise<SandboxPortalSession> {

@@ -1,18 +1,21 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { transaction } from '../database/transaction';
 import { EVENT_TYPES, ProviderEvent } from '../provider/provider-event';
 import {
   addInterval,
   trialEndOf,
   eventEnvelope,
+  checkoutSessionObject,
   invoiceObject,
   nowSeconds,
+  packLine,
   periodLine,
   planLabel,
   randomId,
   SANDBOX_CURRENCY,
+  SANDBOX_PACK_PRICE,
   SandboxPlan,
   scheduleObject,
   subscriptionObject,
@@ -20,6 +23,7 @@ import {
   unitAmount,
 } from './provider-events';
 import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
+import { SandboxCustomer } from './sandbox-customer.entity';
 import { SandboxInvoice } from './sandbox-invoice.entity';
 import { SandboxMeterEvent } from './sandbox-meter-event.entity';
 import { SandboxPortalSession } from './sandbox-portal-session.entity';
@@ -55,6 +59,9 @@ export class SandboxStore {
     const created = nowSeconds();
     return this.sandbox.insertCheckout({
       id: randomId('cs_test_', 58),
+      mode: 'subscription',
+      pack: null,
+      invoiceId: null,
       ...input,
       amountTotal: firstCharge(input),
       currency: SANDBOX_CURRENCY,
@@ -62,6 +69,44 @@ export class SandboxStore {
       created,
       expiresAt: created + CHECKOUT_TTL_S,
     });
+  }
+
+  /** A checkout of mode payment for `quantity` credit packs, for an existing customer (spec §16.3). */
+  async createPackCheckout(input: {
+    pack: string;
+    quantity: number;
+    metadata: Record<string, string>;
+    clientReferenceId: string;
+    customerId: string;
+    successUrl: string;
+    cancelUrl: string;
+  }): Promise<SandboxCheckoutSession> {
+    const created = nowSeconds();
+    return this.sandbox.insertCheckout({
+      id: randomId('cs_test_', 58),
+      mode: 'payment',
+      tier: null,
+      interval: 'month',
+      trialDays: 0,
+      paymentMethodCollection: 'always',
+      invoiceId: null,
+      ...input,
+      amountTotal: SANDBOX_PACK_PRICE * input.quantity,
+      currency: SANDBOX_CURRENCY,
+      created,
+      expiresAt: created + CHECKOUT_TTL_S,
+    });
+  }
+
+  /** A customer made through the API (a pack checkout needs one first), with no card yet. */
+  async createCustomer(metadata: Record<string, string>): Promise<SandboxCustomer> {
+    const customer = { id: randomId('cus_', 14), created: nowSeconds(), metadata, defaultPaymentMethod: null, declineNextCharge: false };
+    await this.sandbox.ensureCustomer(this.db.manager, customer);
+    return customer;
+  }
+
+  async findCustomer(id: string): Promise<SandboxCustomer | undefined> {
+    return (await this.sandbox.findCustomer(id)) ?? undefined;
   }
 
   customerExists(id: string): Promise<boolean> {
@@ -88,12 +133,15 @@ export class SandboxStore {
       if (!session || session.status === 'complete') return session ?? undefined;
       const now = nowSeconds();
       if (session.status === 'expired' || session.expiresAt <= now) return 'expired';
+      if (session.mode === 'payment') return choice.card ? this.completePackCheckout(m, session, now, invoiceUrl) : 'card_required';
       const trial = session.trialDays > 0;
       if (!choice.card && !(trial && session.paymentMethodCollection === 'if_required')) return 'card_required';
 
       const customerId = session.customerId ?? randomId('cus_', 14);
-      await this.sandbox.ensureCustomer(m, { id: customerId, created: now });
-      const plan: SandboxPlan = { tier: session.tier, interval: choice.interval, quantity: choice.quantity };
+      await this.sandbox.ensureCustomer(m, { id: customerId, created: now, metadata: {}, defaultPaymentMethod: null, declineNextCharge: false });
+      const card = choice.card ? randomId('pm_') : null;
+      if (card) await this.sandbox.saveCard(m, customerId, card);
+      const plan: SandboxPlan = { tier: session.tier!, interval: choice.interval, quantity: choice.quantity };
       const periodEnd = trial ? trialEndOf(now, session.trialDays) : addInterval(now, plan.interval);
       const sub: SubscriptionState = {
         id: randomId('sub_'),
@@ -109,7 +157,7 @@ export class SandboxStore {
         trialStart: trial ? now : null,
         trialEnd: trial ? periodEnd : null,
         cancelAtPeriodEnd: false,
-        defaultPaymentMethod: choice.card ? randomId('pm_') : null,
+        defaultPaymentMethod: card,
         missingPaymentMethod: session.paymentMethodCollection === 'if_required' ? 'cancel' : 'create_invoice',
         scheduleId: null,
       };
@@ -126,11 +174,14 @@ export class SandboxStore {
         subscriptionId: sub.id,
         tier: sub.tier,
         billingReason: 'subscription_create',
+        status: 'paid',
+        metadata: {},
         lines: [line],
         amountPaid: line.amount,
         currency: session.currency,
         periodStart: sub.periodStart,
         periodEnd: sub.periodEnd,
+        created: now,
         paidAt: now,
       };
       await this.sandbox.insertInvoice(m, invoice);
@@ -140,11 +191,57 @@ export class SandboxStore {
       return this.sandbox.markCheckoutPaid(m, id, {
         customerId,
         subscriptionId: sub.id,
+        invoiceId: invoice.id,
         ...plan,
         amountTotal: line.amount,
         paymentStatus: trial ? 'no_payment_required' : 'paid',
       });
     });
+  }
+
+  /**
+   * Pays a pack checkout with a card (saved as the customer's default, as a later top-up pays with it): its invoice
+   * (`invoice_creation`), paid, and the provider's events: `checkout.session.completed` (paid), then `invoice.paid`.
+   */
+  private async completePackCheckout(
+    m: EntityManager,
+    session: SandboxCheckoutSession,
+    now: number,
+    invoiceUrl: (invoiceId: string) => string,
+  ): Promise<SandboxCheckoutSession> {
+    const customerId = session.customerId!;
+    await this.sandbox.saveCard(m, customerId, randomId('pm_'));
+    const line = packLine(session.pack!, session.quantity, now);
+    const invoice: SandboxInvoice = {
+      id: randomId('in_'),
+      customerId,
+      subscriptionId: null,
+      tier: null,
+      billingReason: 'manual',
+      status: 'paid',
+      metadata: session.metadata,
+      lines: [line],
+      amountPaid: line.amount,
+      currency: session.currency,
+      periodStart: now,
+      periodEnd: now,
+      created: now,
+      paidAt: now,
+    };
+    await this.sandbox.insertInvoice(m, invoice);
+    const paid = await this.sandbox.markCheckoutPaid(m, session.id, {
+      customerId,
+      subscriptionId: null,
+      invoiceId: invoice.id,
+      interval: session.interval,
+      quantity: session.quantity,
+      amountTotal: line.amount,
+      paymentStatus: 'paid',
+    });
+    const invoiceEvent = invoiceObject({ ...invoice, subscriptionMetadata: {}, itemId: null, hostedInvoiceUrl: invoiceUrl(invoice.id) });
+    await this.sandbox.addEvent(m, session.id, eventEnvelope(EVENT_TYPES.checkoutSessionCompleted, checkoutSessionObject(paid), now));
+    await this.sandbox.addEvent(m, session.id, eventEnvelope(EVENT_TYPES.invoicePaid, invoiceEvent, now));
+    return paid;
   }
 
   /** Like the provider: only an open session can be expired. */
@@ -230,7 +327,7 @@ export class SandboxStore {
   }
 }
 
-/** What paying the session charges today: nothing for a trial, else a period of the plan. */
+/** What paying a subscription's session charges today: nothing for a trial, else a period of the plan. */
 function firstCharge(s: SandboxPlan & { trialDays: number }): number {
   return s.trialDays > 0 ? 0 : unitAmount(s.tier, s.interval) * s.quantity;
 }

@@ -16,3 +16,4 @@ import '../billing-subscription-concurrency.e2e-spec';
 import '../billing-subscription-members.e2e-spec';
 import '../billing-subscription-timeout.e2e-spec';
 import '../billing-subscription-sandbox.e2e-spec';
+import '../sandbox-credit-packs.e2e-spec';
