@@ -14,7 +14,7 @@ export class CreateCreditCheckoutDto {
   @MaxLength(64)
   pack: string;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_PACK_QUANTITY, default: 1, example: 2, description: 'How many packs; the grant is the pack\'s amount times this' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_PACK_QUANTITY, example: 2, description: "How many packs (default 1); the grant is the pack's amount times this" })
   @IsOptional()
   @IsInt()
   @Min(1)

@@ -42,8 +42,9 @@ export class Plan {
 
 export class PackPriceDto implements PackPrice {
   @ApiProperty({ example: 'price_1PgbB2B7WZ01zgkWq6mFa0bz', description: 'The provider price id (one-time)' }) id: string;
-  @ApiProperty({ type: String, nullable: true, enum: [null], example: null, description: 'A one-time price has no interval' }) interval: null;
-  @ApiProperty({ type: Number, nullable: true, enum: [null], example: null }) interval_count: null;
+  // Typed as nullable rather than as the null type alone, which the client's response types drop.
+  @ApiProperty({ type: String, nullable: true, example: null, description: 'Always null: a one-time price has no interval' }) interval: null;
+  @ApiProperty({ type: Number, nullable: true, example: null, description: 'Always null' }) interval_count: null;
   @ApiProperty({ example: 1000, description: 'Integer minor units, per pack' }) unit_amount: number;
   @ApiProperty({ example: 'EUR', description: 'ISO currency code, upper case' }) currency: string;
 }

@@ -17,3 +17,4 @@ import '../billing-subscription-members.e2e-spec';
 import '../billing-subscription-timeout.e2e-spec';
 import '../billing-subscription-sandbox.e2e-spec';
 import '../sandbox-credit-packs.e2e-spec';
+import '../billing-credit-checkout.e2e-spec';

@@ -14,9 +14,14 @@ import { signatureHeader, WEBHOOK_PATH } from './webhook-signing';
  * `stripe` SDK talks to it through PAYPROVIDER_API_URL.
  *
  *   GET  /v1/checkout/sessions/:id      → a stored session (see `addCheckoutSession`), else 404 resource_missing
- *   POST /v1/checkout/sessions          → an open, unpaid session (url `${url}/pay/:id`)
+ *   POST /v1/checkout/sessions          → an open, unpaid session (url `${url}/pay/:id`); its mode's rules (see
+ *                                         checkoutModeProblem): one-time prices in mode payment, recurring in
+ *                                         subscription, `invoice_creation` in payment only, `subscription_data` in
+ *                                         subscription only
  *   POST /v1/checkout/sessions/:id/expire → the session, now `expired` (only an `open` one, else 400)
  *   POST /v1/billing_portal/sessions    → a portal session for `customer` (url `${url}/portal/:id`)
+ *   POST /v1/customers                  → a new customer (`metadata`, `name`, `email` kept)
+ *   GET  /v1/customers/:id              → a stored customer (see `addCustomer`); a deleted one as `{ id, deleted: true }`; else 404
  *   GET  /v1/subscriptions/:id          → a stored subscription (see `addSubscription`), else 404
  *   GET  /v1/prices/:id                 → a stored price (see `addPrice`), else 404 resource_missing
  *   GET  /v1/subscriptions              → stored subscriptions, `status` (`all`, `ended`, one status; none: all but
@@ -100,9 +105,14 @@ export interface FakeProvider {
   /** Events the provider keeps (listed by GET /v1/events). */
   events: Record<string, any>[];
   addEvent(event: Record<string, any>): void;
-  /** A customer the provider knows (checkout and portal refuse any other). */
-  addCustomer(id?: string): string;
+  /** A customer the provider knows (checkout and portal refuse any other): the fixture, then `overrides`. */
+  addCustomer(id?: string, overrides?: Record<string, unknown>): string;
+  /** Customers by id, as the provider would return them; tests may edit them in place. */
+  customers: Map<string, Record<string, any>>;
+  /** Deletes the customer: checkout and portal refuse it, GET /v1/customers/:id answers the provider's `deleted` stub. */
   deleteCustomer(id: string): void;
+  /** Sets (or clears) the customer's `invoice_settings.default_payment_method`: what an invoice is paid with. */
+  setDefaultPaymentMethod(id: string, paymentMethod: string | null): void;
   /**
    * A price the provider knows (checkout refuses any other; GET /v1/prices/:id answers it): the fixture (monthly,
    * active, 2000 usd), then `overrides`.
@@ -166,7 +176,14 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
   const requests: RecordedRequest[] = [];
   const sessions = new Map<string, Record<string, any>>();
   const subscriptions = new Map<string, Record<string, any>>();
-  const customers = new Set<string>();
+  // Customers it knows, as it answers them; a deleted one is answered as the provider's stub.
+  const customers = new Map<string, Record<string, any>>();
+  const deletedCustomers = new Set<string>();
+  const addCustomer = (id = newId('cus_'), overrides: Record<string, unknown> = {}) => {
+    customers.set(id, { ...fixture('customer'), id, created: nowSeconds(), discount: null, livemode: false, metadata: {}, ...overrides });
+    deletedCustomers.delete(id);
+    return id;
+  };
   const prices = new Map<string, Record<string, any>>();
   const addPrice = (id: string, overrides: Record<string, unknown> = {}) => {
     const price = { ...fixture('price'), id, created: nowSeconds(), livemode: false, lookup_key: null, ...overrides };
@@ -330,11 +347,13 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       const b = req.body as Record<string, any>;
       if (b.customer !== undefined && !customers.has(b.customer)) return [400, missing('customer', b.customer, 'customer')];
       const items: Record<string, any>[] = b.line_items ?? [];
-      if (b.mode === 'subscription' && !items.length) {
+      if ((b.mode === 'subscription' || b.mode === 'payment') && !items.length) {
         return [400, stripeError({ type: 'invalid_request_error', code: 'parameter_missing', param: 'line_items', message: 'Missing required param: line_items.' })];
       }
       const unknownPrice = items.findIndex((item) => item.price !== undefined && !prices.has(item.price));
       if (unknownPrice >= 0) return [400, missing('price', items[unknownPrice].price, `line_items[${unknownPrice}][price]`)];
+      const modeProblem = checkoutModeProblem(b, items.map((item) => prices.get(item.price)));
+      if (modeProblem) return [400, stripeError({ type: 'invalid_request_error', ...modeProblem })];
       const id = newId('cs_test_');
       return [
         200,
@@ -344,6 +363,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
           customer: b.customer ?? null,
           client_reference_id: b.client_reference_id ?? null,
           metadata: b.metadata ?? {},
+          invoice_creation: b.invoice_creation ? { enabled: b.invoice_creation.enabled === 'true', invoice_data: { metadata: b.invoice_creation.invoice_data?.metadata ?? {} } } : null,
           success_url: b.success_url ?? null,
           cancel_url: b.cancel_url ?? null,
           payment_status: 'unpaid',
@@ -387,6 +407,22 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
           url: `${url}/portal/${id}`,
         },
       ];
+    }
+    if (req.method === 'POST' && req.path === '/v1/customers') {
+      const invalid = validate('POST /v1/customers', req.body);
+      if (invalid) return invalid;
+      const b = req.body as Record<string, any>;
+      return [200, customers.get(addCustomer(undefined, { metadata: b.metadata ?? {}, name: b.name ?? null, email: b.email ?? null }))];
+    }
+    const customer = /^\/v1\/customers\/([^/]+)$/.exec(req.path);
+    if (req.method === 'GET' && customer) {
+      const invalid = validate('GET /v1/customers/{customer}', req.query) ?? unsupportedExpansion(req.query, []);
+      if (invalid) return invalid;
+      const id = decodeURIComponent(customer[1]);
+      if (customers.has(id)) return [200, customers.get(id)];
+      // The provider keeps answering a deleted customer, as a stub.
+      if (deletedCustomers.has(id)) return [200, { id, object: 'customer', deleted: true }];
+      return [404, missing('customer', id, 'id')];
     }
     const changed = changeRoutes(req);
     if (changed) return changed;
@@ -532,11 +568,16 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       events.push(event);
       listings.clear();
     },
-    addCustomer: (id = newId('cus_')) => {
-      customers.add(id);
-      return id;
+    addCustomer,
+    customers,
+    deleteCustomer: (id) => {
+      if (customers.delete(id)) deletedCustomers.add(id);
     },
-    deleteCustomer: (id) => void customers.delete(id),
+    setDefaultPaymentMethod: (id, paymentMethod) => {
+      const c = customers.get(id);
+      if (!c) throw new Error(`setDefaultPaymentMethod: no customer ${id}`);
+      c.invoice_settings = { ...c.invoice_settings, default_payment_method: paymentMethod };
+    },
     addPrice,
     prices,
     rateLimit: (n) => {
@@ -593,6 +634,31 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
 }
 
 const LIST_PARAMS = ['limit', 'starting_after', 'ending_before', 'expand'];
+
+/**
+ * What the provider refuses in a checkout session's mode: a recurring price in mode payment or a one-time price
+ * in mode subscription, invoice creation outside mode payment (a subscription invoices by itself), and
+ * subscription data outside mode subscription.
+ */
+function checkoutModeProblem(b: Record<string, any>, prices: (Record<string, any> | undefined)[]): { param: string; message: string; code?: string } | undefined {
+  const mode = b.mode ?? 'payment';
+  if (mode === 'payment') {
+    if (prices.some((p) => p?.recurring)) {
+      return { param: 'line_items', message: 'You specified `payment` mode but passed a recurring price. Either switch to `subscription` mode or use only one-time prices.' };
+    }
+    if (b.subscription_data !== undefined) return { param: 'subscription_data', message: 'You can only specify `subscription_data` in `subscription` mode.' };
+    if (b.invoice_creation !== undefined && b.invoice_creation.enabled === undefined) {
+      return { code: 'parameter_missing', param: 'invoice_creation[enabled]', message: 'Missing required param: invoice_creation[enabled].' };
+    }
+  }
+  if (mode === 'subscription' && prices.length && prices.every((p) => p && !p.recurring)) {
+    return { param: 'line_items', message: 'You must provide at least one recurring price in `subscription` mode when using prices.' };
+  }
+  if (mode !== 'payment' && b.invoice_creation !== undefined) {
+    return { param: 'invoice_creation', message: 'You can only specify `invoice_creation` in `payment` mode.' };
+  }
+  return undefined;
+}
 
 /** A parameter the provider accepts that this double does not implement: refused, never silently ignored. */
 export function unsupported(params: Record<string, unknown>, implemented: string[]): [number, unknown] | undefined {

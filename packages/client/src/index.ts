@@ -98,7 +98,10 @@ export function createClient(options: ClientOptions) {
   return {
     /** `GET /api/health`: 200 while the database answers. */
     health: () => call(api.GET('/api/health')),
-    /** `GET /api/billing/plans` (public): every tier with features, limits, trial days and prices, for a pricing page. */
+    /**
+     * `GET /api/billing/plans` (public): every tier with features, limits, trial days and prices, and the credit packs
+     * with their one-time prices, for a pricing page.
+     */
     plans: () => call(api.GET('/api/billing/plans')),
 
     // The signed-in user (session or JWT).
@@ -139,6 +142,11 @@ export function createClient(options: ClientOptions) {
     checkoutSession: (sessionId: string) => call(api.GET('/api/billing/session', { params: { query: { session_id: sessionId } } })),
     /** `POST /api/billing/checkout` (owner or admin): a provider checkout to redirect the buyer to. */
     checkout: (body: Body<'/api/billing/checkout', 'post'>) => call(api.POST('/api/billing/checkout', { body })),
+    /**
+     * `POST /api/billing/credits/checkout` (owner or admin): a provider checkout of `quantity` (1–100) credit packs to
+     * redirect the buyer to, on any tier. The credits are granted once the provider says it is paid.
+     */
+    buyCredits: (body: Body<'/api/billing/credits/checkout', 'post'>) => call(api.POST('/api/billing/credits/checkout', { body })),
     /** `GET /api/billing/portal` (owner or admin): the provider's billing portal URL. */
     portal: (organisationId?: string) =>
       call(api.GET('/api/billing/portal', { params: { query: organisationId ? { organisation_id: organisationId } : {} } })),

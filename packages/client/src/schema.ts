@@ -474,6 +474,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/billing/credits/checkout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a checkout for credit packs (owner or admin)
+         * @description A provider checkout of mode payment for the pack's price × quantity, for the organisation's customer (made when it has none), with an invoice for the buyer. Allowed on any tier, with or without a subscription, beside an open subscription checkout. The credits are granted once the provider says the session is paid (its webhook events); GET /api/billing/session reports the session with its pack.
+         */
+        post: operations["CreditPurchasesController_createCheckout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/webhooks/payprovider": {
         parameters: {
             query?: never;
@@ -745,6 +765,8 @@ export interface components {
              *     - `organisation_id_required` (400): The caller belongs to several organisations (or none): name one with organisation_id.
              *     - `invalid_tier` (400): The tier is unknown or not a paid tier.
              *     - `tier_not_for_sale` (400): The tier has no provider price configured (PAYPROVIDER_PRICE_<TIER>).
+             *     - `invalid_pack` (400): The credit pack is not one of the tier table's credit_packs.
+             *     - `pack_not_for_sale` (400): The credit pack has no provider price configured (PAYPROVIDER_PRICE_PACK_<PACK>).
              *     - `invalid_return_url` (400): A return URL is not an absolute URL under APP_URL.
              *     - `invalid_cursor` (400): starting_after names no entry of the list: not an invoice id of this history, or (GET /api/me) not an organisation of the caller's.
              *     - `unknown_entitlement` (400): The name is not a feature (the check) or not a feature or metric (overrides) of the tier table.
@@ -812,7 +834,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "negative_amount" | "no_change" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "negative_amount" | "no_change" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
         };
         UserRecord: {
             /** Format: uuid */
@@ -1462,9 +1484,63 @@ export interface components {
             /** @description The prices the provider confirmed; none for free */
             prices: components["schemas"]["PlanPriceDto"][];
         };
+        PackPriceDto: {
+            /**
+             * @description The provider price id (one-time)
+             * @example price_1PgbB2B7WZ01zgkWq6mFa0bz
+             */
+            id: string;
+            /**
+             * @description Always null: a one-time price has no interval
+             * @example null
+             */
+            interval: string | null;
+            /**
+             * @description Always null
+             * @example null
+             */
+            interval_count: number | null;
+            /**
+             * @description Integer minor units, per pack
+             * @example 1000
+             */
+            unit_amount: number;
+            /**
+             * @description ISO currency code, upper case
+             * @example EUR
+             */
+            currency: string;
+        };
+        CreditPackPlan: {
+            /**
+             * @description The name POST /api/billing/credits/checkout takes
+             * @example tokens_1m
+             */
+            pack: string;
+            /**
+             * @description The metric whose credits it sells
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /**
+             * @description Credits per pack
+             * @example 1000000
+             */
+            amount: number;
+            /**
+             * @description The credits expire this many days after the purchase; null: never
+             * @example 365
+             */
+            expires_after_days: number | null;
+            /** @description The one-time prices the provider confirmed (the first is sold) */
+            prices: components["schemas"]["PackPriceDto"][];
+        };
         PlanList: {
             /** @description In the tier table's order, free first */
             data: components["schemas"]["Plan"][];
+            /** @description The tier table's credit packs, in its order (none unless TIERS_FILE sells some) */
+            credit_packs: components["schemas"]["CreditPackPlan"][];
         };
         CheckoutSessionResult: {
             /** @example cs_test_a1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY */
@@ -1480,11 +1556,21 @@ export interface components {
              */
             currency: string;
             /**
-             * @description The checkout's metadata.tier
+             * @description The checkout's metadata.tier; null for a credit pack's checkout
              * @example pro
              * @enum {string|null}
              */
             tier: "free" | "pro" | "team" | "enterprise" | null;
+            /**
+             * @description Only for a credit pack's checkout (spec §16.3): the pack bought
+             * @example tokens_1m
+             */
+            pack?: string;
+            /**
+             * @description Only for a credit pack's checkout: how many packs
+             * @example 2
+             */
+            quantity?: number;
             /**
              * @description Unix seconds
              * @example 1763790000
@@ -1571,6 +1657,39 @@ export interface components {
             data: components["schemas"]["HistoryEntry"][];
             /** @description More entries follow: pass the last invoice_id as starting_after */
             has_more: boolean;
+        };
+        CreateCreditCheckoutDto: {
+            /**
+             * Format: uuid
+             * @example 2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11
+             */
+            organisation_id: string;
+            /**
+             * @description A credit pack of the tier table's credit_packs (GET /api/billing/plans lists them)
+             * @example tokens_1m
+             */
+            pack: string;
+            /**
+             * @description How many packs (default 1); the grant is the pack's amount times this
+             * @example 2
+             */
+            quantity?: number;
+            /**
+             * @description Absolute URL under APP_URL; default APP_URL/billing/success?session_id={CHECKOUT_SESSION_ID}&credits=1
+             * @example http://localhost:3000/billing/success?session_id={CHECKOUT_SESSION_ID}&credits=1
+             */
+            success_url?: string;
+            /**
+             * @description Absolute URL under APP_URL; default APP_URL/billing/cancel
+             * @example http://localhost:3000/billing/cancel
+             */
+            cancel_url?: string;
+        };
+        CreditCheckoutCreatedResponse: {
+            /** @example cs_test_b1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY */
+            session_id: string;
+            /** @example https://checkout.stripe.com/c/pay/cs_test_b1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY */
+            url: string;
         };
         WebhookAck: {
             /** @example evt_1Pgc76B7WZ01zgkWwyRHS12y */
@@ -4747,6 +4866,120 @@ export interface operations {
                 };
             };
             408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    CreditPurchasesController_createCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCreditCheckoutDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditCheckoutCreatedResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

@@ -4,6 +4,7 @@ import { createClient, isServiceError, Notification, ServiceError, verifyEntitle
 import { FakeProvider } from '../../../test/support/fake-provider';
 import { newNotifySecret } from '../../../test/support/notification-receiver';
 import { startSubscriptionApp, startSubscriptionDouble, subscribed } from '../../../test/support/subscribed';
+import { packsTiersFile } from '../../../test/support/credit-packs';
 import { startTestApp, TestApp } from '../../../test/support/test-app';
 import { waitFor } from '../../../test/support/wait-for';
 
@@ -212,5 +213,40 @@ describe('packages/client: the subscription and its changes', () => {
     expect(isServiceError(same, 'no_change') && same.status).toBe(400);
     const none = await user.releasePendingChange(organisation_id).catch((err: unknown) => err);
     expect(isServiceError(none, 'no_pending_change') && none.status).toBe(404);
+  });
+});
+
+/** Credit packs through the client, against the built-in sandbox (spec §16.3). */
+describe('packages/client: credit packs', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { SERVICE_API_KEYS: KEY, TIERS_FILE: packsTiersFile() } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('lists the packs, buys some and reads the paid session back with its pack, typed', async () => {
+    const backEnd = createClient({ baseUrl: t.baseUrl, serviceKey: KEY });
+    const organisation = await backEnd.admin.createOrganisation({ name: 'Pack buyer', external_id: 'client_packs' });
+    const owner = await backEnd.admin.createUser({ email: 'client_packs@example.com' });
+    await backEnd.admin.putMember(organisation.id, owner.id, { role: 'owner' });
+    const user = createClient({ baseUrl: t.baseUrl, session: (await backEnd.admin.createSession({ user_id: owner.id })).token });
+
+    const { credit_packs } = await createClient({ baseUrl: t.baseUrl }).plans();
+    expect(credit_packs.map((p) => `${p.pack} ${p.amount} ${p.prices[0].unit_amount} ${p.prices[0].interval}`)).toEqual([
+      'tokens_1m 1000000 1000 null',
+      'tokens_5m 5000000 1000 null',
+    ]);
+    const checkout = await user.buyCredits({ organisation_id: organisation.id, pack: credit_packs[0].pack, quantity: 2 });
+    // The sandbox's checkout page, paid as a buyer would.
+    const paid = await fetch(`${t.baseUrl}${new URL(checkout.url).pathname}/pay`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ total: '2000' }) });
+    expect(paid.status).toBe(303);
+    const session = await user.checkoutSession(checkout.session_id);
+    expect(session).toMatchObject({ tier: null, pack: 'tokens_1m', quantity: 2, amount_total: 2000, currency: 'EUR' });
+
+    const refused = await user.buyCredits({ organisation_id: organisation.id, pack: 'nope' }).catch((err: unknown) => err);
+    expect(isServiceError(refused, 'invalid_pack') && refused.status).toBe(400);
   });
 });
