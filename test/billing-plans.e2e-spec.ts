@@ -78,6 +78,8 @@ describe('billing: GET /api/billing/plans against the provider (strict double)',
           prices: [{ id: 'price_team_seat', interval: 'month', interval_count: 3, unit_amount: 1200, currency: 'EUR' }],
         },
       ],
+      // A bare tier table sells no credit packs (spec §16.3).
+      credit_packs: [],
     });
   });
 
