@@ -18,6 +18,7 @@ const LAYERS = [
   'subscriptions',
   'licensing',
   'notifications',
+  'credits',
   'billing',
   'webhook',
   'health',

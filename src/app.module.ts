@@ -5,6 +5,7 @@ import { AppConfig } from './config/app-config';
 import { AuditModule } from './audit/audit.module';
 import { BillingModule } from './billing/billing.module';
 import { ConsoleModule } from './console/console.module';
+import { CreditsModule } from './credits/credits.module';
 import { MetersModule } from './billing/meters/meters.module';
 import { AppConfigModule } from './config/app-config.module';
 import { DatabaseModule } from './database/database.module';
@@ -56,6 +57,7 @@ export class AppModule {
         ProviderModule.forRoot({ module: SandboxModule, adapter: SandboxPaymentProvider }),
         HealthModule,
         LicensingModule,
+        CreditsModule,
         BillingModule,
         MetersModule,
         WebhookModule,

@@ -1,5 +1,6 @@
 import * as pg from 'pg';
 import { BILLING_FUNCTIONS } from '../src/billing/meters/meters.functions';
+import { CREDITS_FUNCTIONS } from '../src/credits/credits.functions';
 import { DatabaseFunction } from '../src/database/database-function';
 import { IDENTITY_FUNCTIONS } from '../src/identity/identity.functions';
 import { LICENSING_FUNCTIONS } from '../src/licensing/license-state';
@@ -17,6 +18,7 @@ const DECLARED: DatabaseFunction[] = [
   ...NOTIFICATIONS_FUNCTIONS,
   ...BILLING_FUNCTIONS,
   ...WEBHOOK_FUNCTIONS,
+  ...CREDITS_FUNCTIONS,
 ];
 const SCHEMAS = [...new Set(DECLARED.map((f) => f.name.split('.')[0]))];
 

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config/app-config';
-import { DEFAULT_TIERS, limitsOf, TierPlan } from '../src/config/tiers';
+import { DEFAULT_TIERS, limitsOf, MetricRule, Overage, TierPlan } from '../src/config/tiers';
 import { ROOT } from './support/run-cli';
 import { SPEC_PLAN_EXAMPLE } from './support/plan-examples';
 
@@ -19,8 +19,10 @@ function tiersFile(content: string): string {
 }
 const load = (file: string) => loadConfig({ DATA_DIR: dir(), PAYPROVIDER_WEBHOOK_SECRET: 'whsec_x', TIERS_FILE: file });
 
+/** A metric's rule with the defaults: ai_tokens counts per period, nothing rolls over. */
+const rule = (limit: number, overage: Overage = 'block', perPeriod = false, rollover: number | null = null): MetricRule => ({ limit, overage, perPeriod, rollover });
 const plain = (limits: Record<string, number>, more: Partial<TierPlan> = {}): TierPlan => ({
-  metrics: Object.fromEntries(Object.entries(limits).map(([m, limit]) => [m, { limit, overage: 'block' }])),
+  metrics: Object.fromEntries(Object.entries(limits).map(([m, limit]) => [m, rule(limit, 'block', m === 'ai_tokens')])),
   features: {},
   trialDays: 0,
   perSeat: false,
@@ -51,10 +53,10 @@ describe('TIERS_FILE', () => {
     expect(Object.keys(tiers)).toEqual(['free', 'pro', 'team']);
     expect(tiers.team).toEqual({
       metrics: {
-        projects: { limit: 100, overage: 'block' },
-        ai_tokens: { limit: 10_000_000, overage: 'bill' },
-        users: { limit: 500, overage: 'block' },
-        storage_gb: { limit: 100, overage: 'block' },
+        projects: rule(100),
+        ai_tokens: rule(10_000_000, 'bill', true),
+        users: rule(500),
+        storage_gb: rule(100),
       },
       features: { api_access: true, audit_log: true },
       trialDays: 0,
@@ -62,7 +64,7 @@ describe('TIERS_FILE', () => {
     });
     // Every tier has every feature and every further metric: false, and limit 0, where it does not name them.
     expect(tiers.free).toEqual({
-      metrics: { ...plain(LIMITS_FREE).metrics, storage_gb: { limit: 0, overage: 'block' } },
+      metrics: { ...plain(LIMITS_FREE).metrics, storage_gb: rule(0) },
       features: { api_access: false, audit_log: false },
       trialDays: 0,
       perSeat: false,
@@ -82,7 +84,29 @@ describe('TIERS_FILE', () => {
     const { tiers } = load(file);
     expect(tiers.free).toEqual(plain({ ...LIMITS, seats_sold: 0, api_calls: 0 }));
     expect(tiers.pro.trialDays).toBe(730);
-    expect(tiers.pro.metrics.seats_sold).toEqual({ limit: 5, overage: 'bill' });
+    expect(tiers.pro.metrics.seats_sold).toEqual(rule(5, 'bill'));
+  });
+
+  it('reads the credits policy, per-period further metrics (in every tier, also where not named) and rollovers (spec §16.1)', () => {
+    const file = tiersFile(
+      JSON.stringify({
+        free: { ...LIMITS, ai_tokens: { limit: 100, overage: 'credits' } },
+        pro: {
+          ...LIMITS,
+          ai_tokens: { limit: 1000, overage: 'credits', rollover: { max: 500 } },
+          metrics: { gpu_s: { limit: 60, overage: 'credits', per_period: true, rollover: { max: 10 } }, storage_gb: 5 },
+        },
+      }),
+    );
+    const { tiers } = load(file);
+    expect(tiers.free.metrics).toEqual({ projects: rule(1), ai_tokens: rule(100, 'credits', true), users: rule(3), gpu_s: rule(0, 'block', true), storage_gb: rule(0) });
+    expect(tiers.pro.metrics).toEqual({
+      projects: rule(1),
+      ai_tokens: rule(1000, 'credits', true, 500),
+      users: rule(3),
+      gpu_s: rule(60, 'credits', true, 10),
+      storage_gb: rule(5),
+    });
   });
 
   const bad = (tier: Record<string, unknown>) => JSON.stringify({ free: LIMITS, pro: { ...LIMITS, ...tier } });
@@ -115,7 +139,7 @@ describe('TIERS_FILE', () => {
     ['trial_days as a string', bad({ trial_days: '14' }), /tier "pro" field "trial_days" must be an integer/],
     // metric objects
     ['a metric object without limit', bad({ ai_tokens: { overage: 'bill' } }), /tier "pro" field "ai_tokens.limit" must be a non-negative integer/],
-    ['an unknown overage', bad({ ai_tokens: { limit: 5, overage: 'allow' } }), /tier "pro" field "ai_tokens.overage" must be "block" or "bill"/],
+    ['an unknown overage', bad({ ai_tokens: { limit: 5, overage: 'allow' } }), /tier "pro" field "ai_tokens.overage" must be "block", "bill" or "credits"/],
     ['an unknown key in a metric object', bad({ projects: { limit: 5, soft: true } }), /tier "pro" field "projects" has unknown field\(s\) soft/],
     ['users billed past their limit', bad({ users: { limit: 5, overage: 'bill' } }), /tier "pro" field "users.overage" must be "block"/],
     // per-seat users
@@ -129,7 +153,23 @@ describe('TIERS_FILE', () => {
     ['a further metric named like one of the three', bad({ metrics: { projects: 5 } }), /tier "pro" field "metrics.projects" is one of the three metrics/],
     ['a further metric with a bad name', bad({ metrics: { 'storage-gb': 5 } }), /tier "pro" field "metrics.storage-gb" is not a metric name/],
     ['a further metric with a bad limit', bad({ metrics: { storage_gb: -5 } }), /tier "pro" field "metrics.storage_gb" must be a non-negative integer/],
-    ['a further metric with a bad overage', bad({ metrics: { storage_gb: { limit: 1, overage: 'x' } } }), /tier "pro" field "metrics.storage_gb.overage" must be "block" or "bill"/],
+    ['a further metric with a bad overage', bad({ metrics: { storage_gb: { limit: 1, overage: 'x' } } }), /tier "pro" field "metrics.storage_gb.overage" must be "block", "bill" or "credits"/],
+    // credits (spec §16.1)
+    ['credits on a gauge', bad({ projects: { limit: 5, overage: 'credits' } }), /tier "pro" field "projects.overage" is "credits", but "projects" does not count per billing period/],
+    ['credits on users', bad({ users: { limit: 5, overage: 'credits' } }), /tier "pro" field "users.overage" must be "block"/],
+    ['credits on a further metric not per period', bad({ metrics: { gpu_s: { limit: 5, overage: 'credits' } } }), /tier "pro" field "metrics.gpu_s.overage" is "credits", but "gpu_s" does not count per billing period/],
+    ['per_period on ai_tokens', bad({ ai_tokens: { limit: 5, per_period: true } }), /tier "pro" field "ai_tokens" has unknown field\(s\) per_period/],
+    ['per_period not a boolean', bad({ metrics: { gpu_s: { limit: 5, per_period: 'yes' } } }), /tier "pro" field "metrics.gpu_s.per_period" must be true or false/],
+    [
+      'per_period true in one tier and false in another',
+      JSON.stringify({ free: { ...LIMITS, metrics: { gpu_s: { limit: 1, per_period: false } } }, pro: { ...LIMITS, metrics: { gpu_s: { limit: 5, per_period: true } } } }),
+      /tier "free" field "metrics.gpu_s.per_period" is false, but tier "pro" declares it true/,
+    ],
+    ['rollover without credits', bad({ ai_tokens: { limit: 5, rollover: { max: 5 } } }), /tier "pro" field "ai_tokens.rollover" needs "overage": "credits"/],
+    ['rollover without max', bad({ ai_tokens: { limit: 5, overage: 'credits', rollover: {} } }), /tier "pro" field "ai_tokens.rollover.max" is required/],
+    ['a rollover max of 0', bad({ ai_tokens: { limit: 5, overage: 'credits', rollover: { max: 0 } } }), /tier "pro" field "ai_tokens.rollover.max" must be an integer from 1/],
+    ['a rollover that is a number', bad({ ai_tokens: { limit: 5, overage: 'credits', rollover: 5 } }), /tier "pro" field "ai_tokens.rollover" must be an object/],
+    ['a rollover with an unknown field', bad({ ai_tokens: { limit: 5, overage: 'credits', rollover: { max: 5, min: 1 } } }), /tier "pro" field "ai_tokens.rollover" has unknown field\(s\) min/],
   ])('%s stops the configuration with a message naming TIERS_FILE, the tier and the field', (_label, content, message) => {
     const file = content === null ? join(dir(), 'missing.json') : tiersFile(content);
     expect(() => load(file)).toThrow(ConfigError);

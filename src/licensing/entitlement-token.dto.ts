@@ -44,7 +44,7 @@ export class EntitlementTokenQuery {
 /** A limit as a token carries it: no `used`, no `at_capacity` (a token never carries usage). */
 export class TokenLimit {
   @ApiProperty({ type: 'integer', minimum: 0, description: 'The limit in force' }) limit: number;
-  @ApiProperty({ enum: ['block', 'bill'] }) overage: Overage;
+  @ApiProperty({ enum: ['block', 'bill', 'credits'] }) overage: Overage;
   @ApiProperty({ enum: ['tier', 'seats', 'override'] }) source: LimitSource;
 }
 

@@ -8,7 +8,7 @@ export class LimitEntitlement {
   @ApiProperty({ type: 'integer', example: 12, description: 'The count in the current period (users: the memberships)' }) used: number;
   @ApiProperty({ type: 'integer', example: 25, description: 'The limit in force' }) limit: number;
   @ApiProperty({ description: 'used >= limit' }) at_capacity: boolean;
-  @ApiProperty({ enum: ['block', 'bill'], description: 'What a report past the limit does: refused (block) or accepted and billed (bill)' })
+  @ApiProperty({ enum: ['block', 'bill', 'credits'], description: 'What a report past the limit does: refused (block), accepted and billed (bill), or drawn from credit grants (credits)' })
   overage: Overage;
   @ApiProperty({ enum: ['tier', 'seats', 'override'], description: "The limit's origin: the tier, the subscription's seats, or an override (which wins)" })
   source: LimitSource;

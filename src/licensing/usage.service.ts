@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppException } from '../common/app-exception';
 import { AppConfig } from '../config/app-config';
-import { reportedMetrics } from '../config/tiers';
+import { perPeriodMetrics, reportedMetrics } from '../config/tiers';
 import { transaction } from '../database/transaction';
 import { organisationNotFound } from '../identity/identity.service';
 import { AppliedRow, UsageAnswer, UsageEvent, UsageRepository } from './usage.repository';
@@ -50,6 +50,8 @@ export class UsageService {
   private running = 0;
   /** The metrics of the tier table that reports may name. */
   readonly metrics: readonly string[];
+  /** The metrics counted per billing period: they take no negative report. */
+  readonly perPeriod: readonly string[];
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -57,11 +59,12 @@ export class UsageService {
     config: AppConfig,
   ) {
     this.metrics = reportedMetrics(config.tiers);
+    this.perPeriod = perPeriodMetrics(config.tiers);
   }
 
   /** A single report: its answer, or throws what a refused one answers (400, 402, 404, 409). */
   async record(event: UsageEvent): Promise<UsageAnswer> {
-    checkEvent(event, this.metrics);
+    checkEvent(event, this);
     const outcome = await new Promise<UsageOutcome>((resolve, reject) => {
       const queue = this.waiting.get(event.organisationId);
       if (queue) queue.push({ event, resolve, reject });
@@ -151,15 +154,16 @@ export class UsageService {
 
 /**
  * The values a report's shape does not settle: its metric is one the tier table lets back-ends report (the
- * three's `projects` and `ai_tokens`, and the table's further metrics, spec §11.1), and ai_tokens only grow
- * (spec §7), so the statement is never asked to apply a negative amount of them.
+ * three's `projects` and `ai_tokens`, and the table's further metrics, spec §11.1), and a metric counted per
+ * period (ai_tokens, spec §7, and those declared `per_period`, §16.1) only grows, so the statement is never asked
+ * to apply a negative amount of one.
  */
-export function checkEvent(event: UsageEvent, metrics: readonly string[]): void {
-  if (!metrics.includes(event.metric)) {
-    throw new AppException('validation_failed', `metric must be one of the following values: ${metrics.join(', ')}`);
+export function checkEvent(event: UsageEvent, table: { metrics: readonly string[]; perPeriod: readonly string[] }): void {
+  if (!table.metrics.includes(event.metric)) {
+    throw new AppException('validation_failed', `metric must be one of the following values: ${table.metrics.join(', ')}`);
   }
-  if (event.metric === 'ai_tokens' && event.amount < 0) {
-    throw new AppException('negative_amount', 'ai_tokens usage can only grow; amount must be positive.');
+  if (event.amount < 0 && table.perPeriod.includes(event.metric)) {
+    throw new AppException('negative_amount', `${event.metric} usage counts per billing period and can only grow; amount must be positive.`);
   }
 }
 

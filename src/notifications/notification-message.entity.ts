@@ -1,7 +1,15 @@
 import { Check, Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { Organisation } from '../identity/organisation.entity';
 
-export const NOTIFICATION_TYPES = ['license.updated', 'usage.capacity', 'trial.ending'] as const;
+export const NOTIFICATION_TYPES = [
+  'license.updated',
+  'usage.capacity',
+  'trial.ending',
+  'usage.threshold',
+  'credits.low',
+  'credits.granted',
+  'credits.recharge_failed',
+] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 
 /**
@@ -10,7 +18,10 @@ export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
  * gets. Each receiver's delivery is a NotificationDelivery. Written only by NotificationsService.
  */
 @Entity('notification_messages')
-@Check('notification_messages_type_check', `type IN ('license.updated', 'usage.capacity', 'trial.ending')`)
+@Check(
+  'notification_messages_type_check',
+  `type IN ('license.updated', 'usage.capacity', 'trial.ending', 'usage.threshold', 'credits.low', 'credits.granted', 'credits.recharge_failed')`,
+)
 @Index('notification_messages_organisation_idx', ['organisationId', 'version'])
 @Index('notification_messages_created_idx', ['createdAt'])
 export class NotificationMessage {

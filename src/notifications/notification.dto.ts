@@ -58,6 +58,68 @@ export class TrialEndingNotification {
   @ApiProperty({ type: TrialEndingNotificationData }) data: TrialEndingNotificationData;
 }
 
+export class UsageThresholdNotificationData extends LicenseNotificationData {
+  @ApiProperty({ example: 'ai_tokens' }) metric: string;
+  @ApiProperty({ type: 'integer', minimum: 1, example: 80, description: 'The percentage of the included limit reached (one of USAGE_ALERT_THRESHOLDS)' })
+  threshold: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) used: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'The included limit in force' }) limit: number;
+  @ApiProperty({ type: 'integer', description: 'The start of the period it counts in (Unix seconds); sent once per period and threshold' }) period_start: number;
+}
+
+export class UsageThresholdNotification {
+  @ApiProperty({ enum: ['usage.threshold'] }) type: 'usage.threshold';
+  @ApiProperty({ format: 'date-time' }) timestamp: string;
+  @ApiProperty({ type: UsageThresholdNotificationData }) data: UsageThresholdNotificationData;
+}
+
+export class CreditsLowNotificationData extends LicenseNotificationData {
+  @ApiProperty({ example: 'ai_tokens' }) metric: string;
+  @ApiProperty({ type: 'integer', description: 'Included remaining + balance − reserved, after the report that crossed' }) available: number;
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description: "What it fell below: the automatic top-up's threshold, else CREDITS_LOW_THRESHOLD_PCT of the included limit",
+  })
+  threshold: number;
+}
+
+export class CreditsLowNotification {
+  @ApiProperty({ enum: ['credits.low'] }) type: 'credits.low';
+  @ApiProperty({ format: 'date-time' }) timestamp: string;
+  @ApiProperty({ type: CreditsLowNotificationData }) data: CreditsLowNotificationData;
+}
+
+export class CreditsGrantedNotificationData extends LicenseNotificationData {
+  @ApiProperty({ example: 'ai_tokens' }) metric: string;
+  @ApiProperty({ format: 'uuid' }) grant_id: string;
+  @ApiProperty({ type: 'integer', minimum: 1 }) amount: number;
+  @ApiProperty({ enum: ['promotional', 'paid'] }) category: 'promotional' | 'paid';
+  @ApiProperty({ enum: ['admin', 'top_up', 'auto_recharge', 'rollover'] }) source: 'admin' | 'top_up' | 'auto_recharge' | 'rollover';
+  @ApiProperty({ type: 'string', format: 'date-time' }) effective_at: string;
+  @ApiProperty({ type: 'string', format: 'date-time', nullable: true }) expires_at: string | null;
+  @ApiProperty({ type: 'integer', minimum: 0, description: "The metric's balance (the grants that count) after it" }) balance: number;
+}
+
+export class CreditsGrantedNotification {
+  @ApiProperty({ enum: ['credits.granted'] }) type: 'credits.granted';
+  @ApiProperty({ format: 'date-time' }) timestamp: string;
+  @ApiProperty({ type: CreditsGrantedNotificationData }) data: CreditsGrantedNotificationData;
+}
+
+export class CreditsRechargeFailedNotificationData extends LicenseNotificationData {
+  @ApiProperty({ example: 'ai_tokens' }) metric: string;
+  @ApiProperty({ example: 'tokens_1m', description: 'The credit pack that was to be bought' }) pack: string;
+  @ApiProperty({ format: 'uuid' }) recharge_id: string;
+  @ApiProperty({ description: "Why (the provider's message); the automatic top-up is off until it is saved again" }) error: string;
+}
+
+export class CreditsRechargeFailedNotification {
+  @ApiProperty({ enum: ['credits.recharge_failed'] }) type: 'credits.recharge_failed';
+  @ApiProperty({ format: 'date-time' }) timestamp: string;
+  @ApiProperty({ type: CreditsRechargeFailedNotificationData }) data: CreditsRechargeFailedNotificationData;
+}
+
 /** The `webhooks` of the API document: one entry per notification type, with its Standard Webhooks headers. */
 export const NOTIFICATION_WEBHOOKS = [
   { name: 'license.updated', model: LicenseUpdatedNotification, summary: "An organisation's tier, is_active, is_expired, seats, features or limits in force changed (an override included)" },
@@ -66,5 +128,21 @@ export const NOTIFICATION_WEBHOOKS = [
     name: 'trial.ending',
     model: TrialEndingNotification,
     summary: "An organisation's trial ends in three days (the provider's customer.subscription.trial_will_end)",
+  },
+  {
+    name: 'usage.threshold',
+    model: UsageThresholdNotification,
+    summary: "A metric counted per period reached a percentage of its included limit (USAGE_ALERT_THRESHOLDS), once per threshold and period",
+  },
+  {
+    name: 'credits.low',
+    model: CreditsLowNotification,
+    summary: "A credits metric's available amount fell below its automatic top-up's threshold (or CREDITS_LOW_THRESHOLD_PCT), once each time after being above it",
+  },
+  { name: 'credits.granted', model: CreditsGrantedNotification, summary: 'Credits were granted: by an operator, a top-up, an automatic top-up or a rollover' },
+  {
+    name: 'credits.recharge_failed',
+    model: CreditsRechargeFailedNotification,
+    summary: "An automatic top-up's payment failed; the setting is off until it is saved again",
   },
 ] as const;

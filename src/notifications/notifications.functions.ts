@@ -14,6 +14,7 @@ export const NOTIFICATIONS_FUNCTIONS: DatabaseFunction[] = [
     returns: 'integer',
     inlined: false,
   },
+  { name: 'notifications.notice', arguments: 'org uuid, message_type text, extra json, urls text[]', returns: 'bigint', inlined: false },
   {
     name: 'notifications.capacity_crossed',
     arguments: 'orgs uuid[], metrics text[], used bigint[], limits bigint[], urls text[]',

@@ -4,6 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { FREE_TIER, licenseArguments } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
+import { NotificationType } from './notification-message.entity';
 import { NotificationState } from './notification-state.entity';
 
 /*
@@ -105,6 +106,9 @@ const OVERRIDES_EXPIRED_SQL = `
   WHERE n.checked_at IS NULL OR o.expires_at > n.checked_at
   LIMIT 1000`;
 
+/** One message of any type with the next version (notifications.notice, migration 1764002100000-Credits.ts). */
+const NOTICE_SQL = `SELECT notifications.notice($1::uuid, $2::text, $3::json, $4::text[]) AS version`;
+
 /** Messages are kept 30 days once no delivery of theirs is pending. */
 const PRUNE_SQL = `
   DELETE FROM notification_messages WHERE id IN (
@@ -139,6 +143,12 @@ export class NotificationsRepository {
   async writeTrialEnding(m: EntityManager, organisationId: string, trial: { tier: string; trialEnd: number; hasPaymentMethod: boolean }): Promise<number> {
     const values = TRIAL.values({ organisation: organisationId, urls: this.config.notifyUrls, ...trial });
     const [row] = await preparedQuery<{ version: number }>(m, TRIAL_SQL, values);
+    return row.version;
+  }
+
+  /** Writes a message of `type` whose data is the license last notified and `data`; answers its version. */
+  async writeNotice(m: EntityManager, organisationId: string, type: NotificationType, data: Record<string, unknown>): Promise<number> {
+    const [row] = await preparedQuery<{ version: number }>(m, NOTICE_SQL, [organisationId, type, JSON.stringify(data), this.config.notifyUrls]);
     return row.version;
   }
 

@@ -5,6 +5,7 @@ import { AppConfig } from '../config/app-config';
 import { transaction } from '../database/transaction';
 import { NotificationDeliveriesRepository } from './notification-deliveries.repository';
 import { LicenseChanges } from '../subscriptions/license-changes.port';
+import { NotificationType } from './notification-message.entity';
 import { NotificationsRepository } from './notifications.repository';
 
 /**
@@ -54,6 +55,15 @@ export class NotificationsService implements LicenseChanges {
     if (!this.enabled) return undefined;
     await this.states.lockState(manager, organisationId);
     return this.states.writeTrialEnding(manager, organisationId, trial);
+  }
+
+  /**
+   * In the caller's transaction: a message of `type` (one of the credits and usage alerts, spec §16.4) whose data is
+   * the license last notified and `data`, with the organisation's next version. Undefined when notifications are off.
+   */
+  async notice(manager: EntityManager, organisationId: string, type: NotificationType, data: Record<string, unknown>): Promise<number | undefined> {
+    if (!this.enabled) return undefined;
+    return this.states.writeNotice(manager, organisationId, type, data);
   }
 
   /** Run once a minute (on one instance): grace and override expiries, lost jobs, old messages. Each step on its own. */

@@ -279,7 +279,11 @@ function reason(err: unknown): string {
 export type Notification =
   | Schemas['LicenseUpdatedNotification']
   | Schemas['UsageCapacityNotification']
-  | Schemas['TrialEndingNotification'];
+  | Schemas['TrialEndingNotification']
+  | Schemas['UsageThresholdNotification']
+  | Schemas['CreditsLowNotification']
+  | Schemas['CreditsGrantedNotification']
+  | Schemas['CreditsRechargeFailedNotification'];
 
 /**
  * Verifies a notification as received (the raw body, exactly as it arrived, and its headers) against

@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { NotificationsModule } from '../notifications/notifications.module';
+import { CreditsRepository } from './credits.repository';
+import { CreditsService } from './credits.service';
+
+/**
+ * Credits (spec §16): the grants and their ledger, consumption (inside licensing's usage write, through this
+ * module's database functions), automatic top-ups, reservations, and their routes. Above licensing and
+ * notifications; billing (top-ups) and the webhook (paid invoices) call CreditsService.
+ */
+@Module({
+  imports: [NotificationsModule],
+  providers: [CreditsRepository, CreditsService],
+  exports: [CreditsService],
+})
+export class CreditsModule {}

@@ -1,0 +1,3 @@
+// Credits (spec §16): grants and their ledger, consumption, reservations, rollover and expiry, alerts, the routes.
+// Grouped so that the app's modules load once for all of them (see jest.config.js).
+import '../credits-grants.e2e-spec';
