@@ -103,7 +103,7 @@ describe('OpenAPI document', () => {
       }
     }
     expect(document.components.schemas.CreateOrganisationDto.additionalProperties).toBe(false);
-    expect(Object.keys(document.webhooks)).toEqual(['license.updated', 'usage.capacity', 'trial.ending']);
+    expect(Object.keys(document.webhooks)).toEqual(['license.updated', 'usage.capacity', 'trial.ending', 'usage.threshold', 'credits.low', 'credits.granted', 'credits.recharge_failed']);
     expect(JSON.stringify(document)).not.toContain('"nullable"');
   });
 
