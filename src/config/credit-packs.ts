@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ENTITLEMENT_NAME, FREE_TIER, parseTiers, TierTable } from './tiers';
+import { countsPerPeriod, ENTITLEMENT_NAME, FREE_TIER, parseTiers, TierTable } from './tiers';
 
 /** A credit pack of the tier table (spec §16.3): so many credits of one metric, bought as one provider price. */
 export interface CreditPack {
@@ -25,17 +25,6 @@ export const MAX_PACK_AMOUNT = 1_000_000_000_000;
 export const MAX_PACK_EXPIRY_DAYS = 3650;
 const PACK_FIELDS = ['metric', 'amount', 'expires_after_days'];
 const FILE_FIELDS = ['tiers', 'credit_packs'];
-
-/**
- * The metrics a pack may sell: those that count within the billing period and start again in the next
- * (`ai_tokens`, and a further metric the table declares `"per_period": true`). A pack of `projects` would buy
- * a limit that never comes back, which is a tier's business, not a balance's.
- */
-export function countsPerPeriod(tiers: TierTable, metric: string): boolean {
-  if (metric === 'ai_tokens') return true;
-  const rule = tiers[FREE_TIER].metrics[metric] as { perPeriod?: boolean } | undefined;
-  return rule?.perPeriod === true;
-}
 
 /** Reads and validates TIERS_FILE; throws an Error whose message names the tier or pack and the field. */
 export function loadTierTableFile(path: string): TierTableFile {

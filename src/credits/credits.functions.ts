@@ -1,7 +1,7 @@
 import { DatabaseFunction, tableFunction } from '../database/database-function';
 
 /*
- * The credits schema's functions (migration 1764002100000-Credits.ts and later ones; the current text of each is in
+ * The credits schema's functions (migration 1764002180000-Credits.ts and later ones; the current text of each is in
  * the newest migration that defines it): which grants count and in which order they are drawn on, and the one
  * grant function. The test holds them against the database.
  */

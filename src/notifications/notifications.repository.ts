@@ -106,7 +106,7 @@ const OVERRIDES_EXPIRED_SQL = `
   WHERE n.checked_at IS NULL OR o.expires_at > n.checked_at
   LIMIT 1000`;
 
-/** One message of any type with the next version (notifications.notice, migration 1764002100000-Credits.ts). */
+/** One message of any type with the next version (notifications.notice, migration 1764002180000-Credits.ts). */
 const NOTICE_SQL = `SELECT notifications.notice($1::uuid, $2::text, $3::json, $4::text[]) AS version`;
 
 /** Messages are kept 30 days once no delivery of theirs is pending. */

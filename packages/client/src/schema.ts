@@ -704,6 +704,86 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "usage.threshold": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A metric counted per period reached a percentage of its included limit (USAGE_ALERT_THRESHOLDS), once per threshold and period
+         * @description POSTed to every URL of NOTIFY_URLS, signed per Standard Webhooks with NOTIFY_SECRET (the client package's `verifyNotification` checks it). Answer 2xx; any other answer, or none within 10 s, is retried for at least 24 hours.
+         */
+        post: operations["notification_usage_threshold"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "credits.low": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A credits metric's available amount fell below its automatic top-up's threshold (or CREDITS_LOW_THRESHOLD_PCT), once each time after being above it
+         * @description POSTed to every URL of NOTIFY_URLS, signed per Standard Webhooks with NOTIFY_SECRET (the client package's `verifyNotification` checks it). Answer 2xx; any other answer, or none within 10 s, is retried for at least 24 hours.
+         */
+        post: operations["notification_credits_low"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "credits.granted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Credits were granted: by an operator, a top-up, an automatic top-up or a rollover
+         * @description POSTed to every URL of NOTIFY_URLS, signed per Standard Webhooks with NOTIFY_SECRET (the client package's `verifyNotification` checks it). Answer 2xx; any other answer, or none within 10 s, is retried for at least 24 hours.
+         */
+        post: operations["notification_credits_granted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "credits.recharge_failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An automatic top-up's payment failed; the setting is off until it is saved again
+         * @description POSTed to every URL of NOTIFY_URLS, signed per Standard Webhooks with NOTIFY_SECRET (the client package's `verifyNotification` checks it). Answer 2xx; any other answer, or none within 10 s, is retried for at least 24 hours.
+         */
+        post: operations["notification_credits_recharge_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -771,7 +851,8 @@ export interface components {
              *     - `invalid_cursor` (400): starting_after names no entry of the list: not an invoice id of this history, or (GET /api/me) not an organisation of the caller's.
              *     - `unknown_entitlement` (400): The name is not a feature (the check) or not a feature or metric (overrides) of the tier table.
              *     - `invalid_override_value` (400): An override's value is not of its name's kind: a boolean for a feature, an integer >= 0 for a metric.
-             *     - `negative_amount` (400): ai_tokens usage can only grow.
+             *     - `invalid_credit_metric` (400): The metric is not one counted per billing period (ai_tokens, or a further metric declared per_period): credits are for those only.
+             *     - `negative_amount` (400): A metric counted per billing period (ai_tokens, or one declared per_period) can only grow.
              *     - `no_change` (400): The change names the plan the subscription already has (the same tier, interval and seats).
              *     - `price_not_found` (400): The tier has no price with that interval (PAYPROVIDER_PRICE_<TIER>, as the provider confirmed it).
              *     - `invalid_proration_date` (400): The change's proration_date is not within the subscription's current period (a preview's from an earlier period): preview again (the message is the provider's).
@@ -834,7 +915,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "negative_amount" | "no_change" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "invalid_credit_metric" | "negative_amount" | "no_change" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
         };
         UserRecord: {
             /** Format: uuid */
@@ -1011,10 +1092,10 @@ export interface components {
             /** @description used >= limit */
             at_capacity: boolean;
             /**
-             * @description What a report past the limit does: refused (block) or accepted and billed (bill)
+             * @description What a report past the limit does: refused (block), accepted and billed (bill), or drawn from credit grants (credits)
              * @enum {string}
              */
-            overage: "block" | "bill";
+            overage: "block" | "bill" | "credits";
             /**
              * @description The limit's origin: the tier, the subscription's seats, or an override (which wins)
              * @enum {string}
@@ -1382,7 +1463,7 @@ export interface components {
             /** @description The limit in force */
             limit: number;
             /** @enum {string} */
-            overage: "block" | "bill";
+            overage: "block" | "bill" | "credits";
             /** @enum {string} */
             source: "tier" | "seats" | "override";
         };
@@ -1940,6 +2021,150 @@ export interface components {
             /** Format: date-time */
             timestamp: string;
             data: components["schemas"]["TrialEndingNotificationData"];
+        };
+        UsageThresholdNotificationData: {
+            /** Format: uuid */
+            organisation_id: string;
+            /** @description The web app's own id of the organisation */
+            external_id: string | null;
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+            is_active: boolean;
+            is_expired: boolean;
+            /** @description Grows by one with every change of the organisation: drop a message older than one applied */
+            version: number;
+            /**
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /**
+             * @description The percentage of the included limit reached (one of USAGE_ALERT_THRESHOLDS)
+             * @example 80
+             */
+            threshold: number;
+            used: number;
+            /** @description The included limit in force */
+            limit: number;
+            /** @description The start of the period it counts in (Unix seconds); sent once per period and threshold */
+            period_start: number;
+        };
+        UsageThresholdNotification: {
+            /** @enum {string} */
+            type: "usage.threshold";
+            /** Format: date-time */
+            timestamp: string;
+            data: components["schemas"]["UsageThresholdNotificationData"];
+        };
+        CreditsLowNotificationData: {
+            /** Format: uuid */
+            organisation_id: string;
+            /** @description The web app's own id of the organisation */
+            external_id: string | null;
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+            is_active: boolean;
+            is_expired: boolean;
+            /** @description Grows by one with every change of the organisation: drop a message older than one applied */
+            version: number;
+            /**
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /** @description Included remaining + balance − reserved, after the report that crossed */
+            available: number;
+            /** @description What it fell below: the automatic top-up's threshold, else CREDITS_LOW_THRESHOLD_PCT of the included limit */
+            threshold: number;
+        };
+        CreditsLowNotification: {
+            /** @enum {string} */
+            type: "credits.low";
+            /** Format: date-time */
+            timestamp: string;
+            data: components["schemas"]["CreditsLowNotificationData"];
+        };
+        CreditsGrantedNotificationData: {
+            /** Format: uuid */
+            organisation_id: string;
+            /** @description The web app's own id of the organisation */
+            external_id: string | null;
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+            is_active: boolean;
+            is_expired: boolean;
+            /** @description Grows by one with every change of the organisation: drop a message older than one applied */
+            version: number;
+            /**
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /** Format: uuid */
+            grant_id: string;
+            amount: number;
+            /** @enum {string} */
+            category: "promotional" | "paid";
+            /** @enum {string} */
+            source: "admin" | "top_up" | "auto_recharge" | "rollover";
+            /** Format: date-time */
+            effective_at: string;
+            /** Format: date-time */
+            expires_at: string | null;
+            /** @description The metric's balance (the grants that count) after it */
+            balance: number;
+        };
+        CreditsGrantedNotification: {
+            /** @enum {string} */
+            type: "credits.granted";
+            /** Format: date-time */
+            timestamp: string;
+            data: components["schemas"]["CreditsGrantedNotificationData"];
+        };
+        CreditsRechargeFailedNotificationData: {
+            /** Format: uuid */
+            organisation_id: string;
+            /** @description The web app's own id of the organisation */
+            external_id: string | null;
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+            is_active: boolean;
+            is_expired: boolean;
+            /** @description Grows by one with every change of the organisation: drop a message older than one applied */
+            version: number;
+            /**
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /**
+             * @description The credit pack that was to be bought
+             * @example tokens_1m
+             */
+            pack: string;
+            /** Format: uuid */
+            recharge_id: string;
+            /** @description Why (the provider's message); the automatic top-up is off until it is saved again */
+            error: string;
+        };
+        CreditsRechargeFailedNotification: {
+            /** @enum {string} */
+            type: "credits.recharge_failed";
+            /** Format: date-time */
+            timestamp: string;
+            data: components["schemas"]["CreditsRechargeFailedNotificationData"];
         };
     };
     responses: never;
@@ -6048,6 +6273,122 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["TrialEndingNotification"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx will do); any other answer is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    notification_usage_threshold: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Unique per message, the same on every retry of it: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">` */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UsageThresholdNotification"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx will do); any other answer is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    notification_credits_low: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Unique per message, the same on every retry of it: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">` */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreditsLowNotification"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx will do); any other answer is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    notification_credits_granted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Unique per message, the same on every retry of it: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">` */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreditsGrantedNotification"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx will do); any other answer is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    notification_credits_recharge_failed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Unique per message, the same on every retry of it: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">` */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreditsRechargeFailedNotification"];
             };
         };
         responses: {

@@ -7,8 +7,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * ledger entry and the `credits.granted` notification in the caller's transaction, once per (organisation,
  * source, reference). Notifications gain `notifications.notice` (one message of any type) and the credits types.
  */
-export class Credits1764002100000 implements MigrationInterface {
-  name = 'Credits1764002100000';
+export class Credits1764002180000 implements MigrationInterface {
+  name = 'Credits1764002180000';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`
