@@ -107,6 +107,21 @@ describe('OpenAPI document', () => {
     expect(JSON.stringify(document)).not.toContain('"nullable"');
   });
 
+  it('lets a nullable reference be null: a oneOf of it and null, never an allOf that null cannot satisfy', () => {
+    const schemas = (doc as unknown as Record<string, any>).components.schemas;
+    expect(schemas.SubscriptionResponse.properties.subscription).toEqual({
+      description: 'null: no live subscription',
+      oneOf: [{ $ref: '#/components/schemas/SubscriptionView' }, { type: 'null' }],
+    });
+    expect(schemas.SubscriptionView.properties.pending_change.oneOf).toEqual([{ $ref: '#/components/schemas/PendingChangeView' }, { type: 'null' }]);
+    const walk = (schema: any, at: string): void => {
+      if (!schema || typeof schema !== 'object') return;
+      if (Array.isArray(schema.type) && schema.type.includes('null') && (schema.allOf || schema.$ref)) throw new Error(`${at} cannot be null`);
+      for (const [key, child] of Object.entries(schema)) walk(child, `${at}.${key}`);
+    };
+    expect(() => walk(schemas, 'components.schemas')).not.toThrow();
+  });
+
   it('answers a known path with another method 404 not_found, and advertises no 405', async () => {
     const res = await t.http().put('/api/licensing/status').expect(404);
     expect(res.body).toMatchObject({ statusCode: 404, code: 'not_found' });

@@ -76,17 +76,21 @@ function errorResponse(): Json {
   return { description: '', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } };
 }
 
-/** OpenAPI 3.0's `nullable: true` → 3.1's `type: [t, "null"]` (or a oneOf with null for a reference). */
+/**
+ * OpenAPI 3.0's `nullable: true` → 3.1's `type: [t, "null"]`, or a oneOf with null for a reference: a nullable
+ * `type: () => Dto` comes as `{type: 'object', allOf: [ref]}`, and null cannot satisfy that allOf, whatever the
+ * type beside it says (the client's type was the object alone).
+ */
 function toNullTypes(schema: Json): void {
   if (schema.nullable) {
     delete schema.nullable;
-    if (schema.type) schema.type = [schema.type, 'null'];
-    else if (schema.$ref || schema.allOf) {
-      const ref = schema.$ref ? { $ref: schema.$ref } : { allOf: schema.allOf };
+    if (schema.$ref || schema.allOf) {
+      const ref = schema.$ref ? { $ref: schema.$ref } : schema.allOf.length === 1 ? schema.allOf[0] : { allOf: schema.allOf };
       delete schema.$ref;
       delete schema.allOf;
+      delete schema.type;
       schema.oneOf = [ref, { type: 'null' }];
-    }
+    } else if (schema.type) schema.type = [schema.type, 'null'];
   }
   for (const child of [...Object.values<Json>(schema.properties ?? {}), schema.items, ...(schema.oneOf ?? []), ...(schema.allOf ?? [])]) {
     if (child && typeof child === 'object') toNullTypes(child);

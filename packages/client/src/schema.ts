@@ -1829,11 +1829,11 @@ export interface components {
             /** @description Unix seconds; null when not trialing */
             trial_end: number | null;
             /** @description A change that takes effect at the period's end */
-            pending_change: (components["schemas"]["PendingChangeView"] | null) & components["schemas"]["PendingChangeView"];
+            pending_change: components["schemas"]["PendingChangeView"] | null;
         };
         SubscriptionResponse: {
             /** @description null: no live subscription */
-            subscription: (components["schemas"]["SubscriptionView"] | null) & components["schemas"]["SubscriptionView"];
+            subscription: components["schemas"]["SubscriptionView"] | null;
         };
         PreviewChangeDto: {
             /**
