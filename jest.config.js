@@ -12,6 +12,8 @@ module.exports = {
   transform: { '^.+\\.(t|j|mj)s$': ['@swc/jest'] },
   // NestJS 12, jose 6, openid-client 6 (and its oauth4webapi) and oidc-provider 9 (the console's OpenID tests)
   // ship ES modules, which Jest on Node 20 cannot require: compile them to CommonJS too.
+  // The client package's sources import each other as './x.js', as Node's ES modules need: here they are .ts.
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|jose|openid-client|oauth4webapi|oidc-provider)/)'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

@@ -34,7 +34,12 @@ declare function hideSsoSettings(): void;
 declare function showSsoSettings(): void;
 declare function refreshLicense(organisationId: string, version: number): void;
 interface RawRequest { body: Uint8Array; headers: Record<string, string | string[] | undefined> }
-declare const app: { post(path: string, ...handlers: ((req: RawRequest, res: { sendStatus(status: number): void }) => void)[]): void };
+interface AppResponse { status(code: number): AppResponse; json(body: unknown): AppResponse; sendStatus(status: number): void }
+type AppRequest = import('@billing-licensing/client').GatedRequest & { params: Record<string, string> };
+declare const app: {
+  post(path: string, ...handlers: ((req: RawRequest, res: AppResponse) => void)[]): void;
+  get(path: string, ...handlers: ((req: AppRequest, res: AppResponse, next: (err?: unknown) => void) => void)[]): void;
+};
 declare const express: { raw(options: { type: string }): (req: RawRequest, res: { sendStatus(status: number): void }) => void };
 `;
 
