@@ -21,6 +21,7 @@ const DECLARED: DatabaseFunction[] = [
   ...CREDITS_FUNCTIONS,
 ];
 const SCHEMAS = [...new Set(DECLARED.map((f) => f.name.split('.')[0]))];
+const INLINED = new Set(DECLARED.filter((f) => f.inlined).map((f) => f.name));
 
 interface Statement {
   text: string;
@@ -96,7 +97,7 @@ describe('the modules’ database functions', () => {
     expect(rows[0].prosrc).toContain(`'${DELIVERY_TASK}:' || d.id`);
   });
 
-  it('the hot reads and writes call the license and the access check inlined: no function of a module is left in their plans', async () => {
+  it('the hot reads and writes call the license and the access check inlined: no read of a module is left in their plans', async () => {
     const org = (await createOrganisation(t)).id;
     const user = await createUserWithSession(t, { org, role: 'owner' });
     const statements = await statementsOf(async () => {
@@ -121,7 +122,9 @@ describe('the modules’ database functions', () => {
           const args = statement.values.map((v) => (v === null ? 'NULL' : Buffer.isBuffer(v) ? `'\\x${v.toString('hex')}'` : Array.isArray(v) ? admin.escapeLiteral(`{${v.map((e) => (e === null ? 'NULL' : `"${e}"`)).join(',')}}`) : admin.escapeLiteral(String(v))));
           const { rows } = await admin.query(`EXPLAIN (VERBOSE, FORMAT JSON) EXECUTE hot${i}${args.length ? `(${args.join(', ')})` : ''}`);
           const plan = JSON.stringify(rows[0]['QUERY PLAN']);
-          const calls = plan.match(new RegExp(`\\b(${SCHEMAS.join('|')})\\.\\w+\\(`, 'g')) ?? [];
+          // The reads must be inlined; the writes a statement hands on (and credits.room, the usage write's fresh read
+          // under the counter's lock) are called by design.
+          const calls = (plan.match(new RegExp(`\\b(${SCHEMAS.join('|')})\\.\\w+\\(`, 'g')) ?? []).filter((call) => INLINED.has(call.slice(0, -1)));
           if (calls.length) left.push(`${[...new Set(calls)].join(', ')} ← ${statement.text.replace(/\s+/g, ' ').slice(0, 120)}`);
         }
       }

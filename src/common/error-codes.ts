@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   invalid_cursor: [400, 'starting_after names no entry of the list: not an invoice id of this history, or (GET /api/me) not an organisation of the caller\'s.'],
   unknown_entitlement: [400, 'The name is not a feature (the check) or not a feature or metric (overrides) of the tier table.'],
   invalid_override_value: [400, "An override's value is not of its name's kind: a boolean for a feature, an integer >= 0 for a metric."],
+  reservation_exceeded: [400, 'A reservation commit of more than the reservation holds.'],
   invalid_credit_metric: [400, 'The metric is not one counted per billing period (ai_tokens, or a further metric declared per_period): credits are for those only.'],
   negative_amount: [400, 'A metric counted per billing period (ai_tokens, or one declared per_period) can only grow.'],
   no_change: [400, 'The change names the plan the subscription already has (the same tier, interval and seats).'],
@@ -43,6 +44,7 @@ export const ERROR_CODES = {
   metrics_token_required: [401, 'METRICS_TOKEN is set and the request does not carry it.'],
   // 402: a limit of the tier in force.
   limit_exceeded: [402, 'The change would exceed a limit in force; nothing was recorded.'],
+  insufficient_credits: [402, "A credits metric's included amount left plus the balance of its grants, less what reservations hold, cannot cover the report (or the reservation); nothing was recorded."],
   payment_failed: [402, "The payment the change needed failed (e.g. a card declined; the message is the provider's): the plan in force stays as it was."],
   // 403: the caller is known but may not do this.
   forbidden: [403, 'The caller may not do this.'],
@@ -62,12 +64,17 @@ export const ERROR_CODES = {
   no_pending_change: [404, "The organisation's subscription has no change scheduled for the end of its period."],
   override_not_found: [404, 'The organisation has no override of that name.'],
   audit_entry_not_found: [404, "No audit entry with that id (the console's audit entry page)."],
+  reservation_not_found: [404, 'No reservation with that id.'],
+  grant_not_found: [404, 'The organisation has no credit grant with that id.'],
   notification_not_found: [404, 'No outbound notification with that webhook-id (notifications:retry).'],
   request_timeout: [408, 'The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.'],
   // 409: conflicts with what is stored.
   email_taken: [409, 'A user with that email already exists (under another external_id, or none).'],
   last_owner: [409, 'The change would leave the organisation without an owner.'],
   idempotency_key_reused: [409, 'The idempotency key was already used for a different report.'],
+  idempotency_conflict: [409, 'The idempotency key was already used for a grant with another body.'],
+  reservation_committed: [409, 'The reservation was committed (a release after it, or a commit of another amount).'],
+  reservation_released: [409, 'The reservation was released: nothing is held to commit.'],
   checkout_in_progress: [409, 'Another checkout of this organisation is being opened at this moment; retry after Retry-After seconds.'],
   subscription_exists: [409, 'The organisation already has a live subscription: change the plan in the billing portal.'],
   seats_below_members: [409, 'Fewer seats (or a tier allowing fewer users) than the organisation has members: remove members first.'],

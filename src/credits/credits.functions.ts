@@ -31,4 +31,33 @@ export const GRANT = tableFunction(
   false,
 );
 
-export const CREDITS_FUNCTIONS: DatabaseFunction[] = [COUNTING_GRANTS, GRANT];
+/** The live holds of an organisation's metric (spec §16.5: a hold stops counting at its expiry, with no job). */
+export const LIVE_HOLDS = tableFunction('credits.live_holds', 'org uuid, metric_name text', { id: 'uuid', amount: 'bigint', expires_at: 'timestamp with time zone' } as const);
+
+/*
+ * What licensing's usage write hands to credits in its one statement (migration 1764002200000-CreditConsumption.ts):
+ * a reservation to commit, the room of a counter (fresh, grants locked), the consumption of grants, new holds and
+ * commits.
+ */
+export const CREDITS_FUNCTIONS: DatabaseFunction[] = [
+  COUNTING_GRANTS,
+  GRANT,
+  LIVE_HOLDS,
+  tableFunction('credits.reservation', 'reservation_id uuid', {
+    organisation_id: 'uuid',
+    metric: 'text',
+    amount: 'bigint',
+    expires_at: 'timestamp with time zone',
+    status: 'text',
+    response: 'jsonb',
+  }),
+  tableFunction('credits.room', 'org uuid, metric_name text, with_balance boolean, commits uuid[]', { held: 'bigint', balance: 'bigint', live: 'uuid[]' }, false),
+  { name: 'credits.consume', arguments: 'orgs uuid[], metrics text[], draws bigint[], refs text[]', returns: 'integer', inlined: false },
+  {
+    name: 'credits.hold',
+    arguments: 'ids uuid[], orgs uuid[], metrics text[], amounts bigint[], expires timestamp with time zone[]',
+    returns: 'integer',
+    inlined: false,
+  },
+  { name: 'credits.settle_commits', arguments: 'ids uuid[], spent bigint[], responses jsonb[], released bigint[], balances bigint[]', returns: 'integer', inlined: false },
+];

@@ -21,6 +21,7 @@ interface PgTypes {
   bigint: number;
   jsonb: unknown;
   'timestamp with time zone': Date;
+  'uuid[]': string[];
 }
 
 /** A row of a set-returning function with these columns (any may be NULL). */

@@ -68,7 +68,14 @@ export type NotChosen = 'deleted' | 'no_tier' | 'no_status' | 'incomplete' | 'no
 export const LICENSING_FUNCTIONS: DatabaseFunction[] = [
   LICENSE_STATE,
   SUBSCRIPTION_CHOICE,
-  tableFunction('licensing.tier_plan', 'tiers jsonb, tier_name text', { rank: 'integer', per_seat: 'boolean', limits: 'jsonb', overage: 'jsonb', features: 'jsonb' }),
+  tableFunction('licensing.tier_plan', 'tiers jsonb, tier_name text', {
+    rank: 'integer',
+    per_seat: 'boolean',
+    limits: 'jsonb',
+    overage: 'jsonb',
+    features: 'jsonb',
+    rollover: 'jsonb',
+  }),
   tableFunction('licensing.plan_in_force', 'tiers jsonb, tier_name text, active boolean', {
     tier_known: 'boolean',
     per_seat: 'boolean',
@@ -76,8 +83,9 @@ export const LICENSING_FUNCTIONS: DatabaseFunction[] = [
     limits: 'jsonb',
     overage: 'jsonb',
     features: 'jsonb',
+    rollover: 'jsonb',
   }),
   tableFunction('licensing.live_overrides', 'org uuid', { name: 'text', value: 'jsonb', expires_at: 'timestamp with time zone', note: 'text', created_at: 'timestamp with time zone' }),
   tableFunction('licensing.expired_overrides', '', { organisation_id: 'uuid', expires_at: 'timestamp with time zone' }),
-  { name: 'licensing.counter_period', arguments: 'metric text, ai_period bigint', returns: 'bigint', inlined: true },
+  { name: 'licensing.counter_period', arguments: 'tiers jsonb, metric text, ai_period bigint', returns: 'bigint', inlined: true },
 ];

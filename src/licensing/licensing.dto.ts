@@ -109,9 +109,19 @@ export class LicenseStatusResponse {
 
 const OVERAGE = 'max(used - limit, 0): present for a metric whose overage policy is `bill` (accepted past its limit, spec §13), absent for `block`';
 
+const BALANCE = "For a metric whose overage policy is `credits` (spec §16.2), after the report: the balance of the grants that count";
+const AVAILABLE = 'For a metric whose overage policy is `credits`, after the report: what is left of the included amount plus the balance, less what reservations hold';
+
 export class UsageResponse extends MetricUsage {
   @ApiProperty({ enum: METERED_METRICS }) metric: string;
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: OVERAGE }) overage?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: BALANCE }) balance?: number;
+  @ApiPropertyOptional({ type: 'integer', description: AVAILABLE }) available?: number;
+  @ApiPropertyOptional({
+    enum: [true],
+    description: "A reservation's commit after its hold lapsed (spec §16.5): an ordinary report of its amount, accepted because it fitted",
+  })
+  expired?: true;
 }
 
 export class FeatureCheckResponse {
@@ -119,7 +129,11 @@ export class FeatureCheckResponse {
 }
 
 export class CheckResponse {
-  @ApiProperty({ description: 'used + amount <= limit, or the metric is billed past its limit (overage `bill`)' }) allowed: boolean;
+  @ApiProperty({
+    description:
+      'A report of `amount` would be accepted now: it fits under the limit less what reservations hold (`block`), under what is left of the included amount plus the balance less the holds (`credits`), or the metric is billed past its limit (`bill`)',
+  })
+  allowed: boolean;
   @ApiProperty({ type: 'integer' }) used: number;
   @ApiProperty({ type: 'integer' }) limit: number;
   @ApiProperty({ type: 'integer', description: 'max(limit - used, 0)' }) remaining: number;
@@ -186,8 +200,14 @@ export class UsageBatchResult {
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: `${OVERAGE} (200, 402)` })
   overage?: number;
 
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: `${BALANCE} (200, 402)` })
+  balance?: number;
+
+  @ApiPropertyOptional({ type: 'integer', description: `${AVAILABLE} (200, 402)` })
+  available?: number;
+
   @ApiPropertyOptional({
-    enum: ['validation_failed', 'negative_amount', 'limit_exceeded', 'organisation_not_found', 'idempotency_key_reused'],
+    enum: ['validation_failed', 'negative_amount', 'limit_exceeded', 'insufficient_credits', 'organisation_not_found', 'idempotency_key_reused'],
     description: 'The error code a single report would get (absent on 200)',
     example: 'limit_exceeded',
   })

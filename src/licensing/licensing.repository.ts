@@ -43,16 +43,16 @@ export interface SessionStatusRow extends LicenseStatusRow {
  */
 const asOneJsonColumn = (select: string) => `SELECT row_to_json(r) AS status FROM (${select}) r`;
 
-// The license and every usage count, selected from the license `s` of `organisation`.
-const statusColumns = (organisation: string) => `
+// The license and every usage count, selected from the license `s` of `organisation` with the tier table `tiers`.
+const statusColumns = (organisation: string, tiers: string) => `
   s.tier, s.is_active AS "isActive", s.is_expired AS "isExpired", s.tier_known AS "tierKnown",
   (s.limits ->> 'projects')::bigint AS "projectsLimit",
   (s.limits ->> 'ai_tokens')::bigint AS "aiTokensLimit",
   (s.limits ->> 'users')::bigint AS "usersLimit",
   COALESCE((SELECT used FROM usage_counters WHERE organisation_id = ${organisation}::uuid AND metric = 'projects'
-              AND period_start = licensing.counter_period('projects', s.ai_period)), 0) AS "projectsUsed",
+              AND period_start = licensing.counter_period(${tiers}::jsonb, 'projects', s.ai_period)), 0) AS "projectsUsed",
   COALESCE((SELECT used FROM usage_counters WHERE organisation_id = ${organisation}::uuid AND metric = 'ai_tokens'
-              AND period_start = licensing.counter_period('ai_tokens', s.ai_period)), 0) AS "aiTokensUsed",
+              AND period_start = licensing.counter_period(${tiers}::jsonb, 'ai_tokens', s.ai_period)), 0) AS "aiTokensUsed",
   (SELECT count(*) FROM identity.members(${organisation}::uuid)) AS "usersUsed"`;
 
 /**
@@ -61,7 +61,7 @@ const statusColumns = (organisation: string) => `
  */
 const STATUS = namedParams('organisation', 'tiers', 'graceS', 'user');
 const STATUS_SQL = asOneJsonColumn(`
-  SELECT ${statusColumns(STATUS.ref.organisation)}
+  SELECT ${statusColumns(STATUS.ref.organisation, STATUS.ref.tiers)}
   FROM ${license(STATUS.ref)}
   CROSS JOIN identity.access(${STATUS.ref.organisation}::uuid, ${STATUS.ref.user}::uuid, NULL) a
   WHERE a.allowed`);
@@ -72,7 +72,7 @@ const STATUS_SQL = asOneJsonColumn(`
  */
 const SESSION_STATUS = namedParams('organisation', 'tiers', 'graceS', 'tokenHash');
 const SESSION_STATUS_SQL = asOneJsonColumn(`
-  SELECT ${statusColumns(SESSION_STATUS.ref.organisation)}, a.authenticated, a.allowed AS member
+  SELECT ${statusColumns(SESSION_STATUS.ref.organisation, SESSION_STATUS.ref.tiers)}, a.authenticated, a.allowed AS member
   FROM ${license(SESSION_STATUS.ref)}
   CROSS JOIN identity.access(${SESSION_STATUS.ref.organisation}::uuid, NULL, ${SESSION_STATUS.ref.tokenHash}::bytea) a`);
 
@@ -111,7 +111,7 @@ const ENTITLEMENTS_SQL = asOneJsonColumn(`
          (SELECT version FROM notifications.version(${$eOrg}::uuid)) AS version,
          COALESCE((SELECT jsonb_object_agg(c.metric, c.used) FROM usage_counters c
                    WHERE c.organisation_id = ${$eOrg}::uuid
-                     AND c.period_start = licensing.counter_period(c.metric, s.ai_period)), '{}')
+                     AND c.period_start = licensing.counter_period(${ENTITLEMENTS.ref.tiers}::jsonb, c.metric, s.ai_period)), '{}')
            || jsonb_build_object('users', (SELECT count(*) FROM identity.members(${$eOrg}::uuid))) AS used,
          COALESCE((SELECT json_agg(json_build_object('name', o.name, 'value', o.value, 'expires_at', o.expires_at,
                                                      'note', o.note, 'created_at', o.created_at) ORDER BY o.name)

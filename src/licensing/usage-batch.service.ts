@@ -46,6 +46,7 @@ function toEvent(event: UsageBatchEvent, table: { metrics: readonly string[]; pe
 
 function toResult(outcome: UsageOutcome): UsageBatchResult {
   if ('answer' in outcome) return { status: 200, ...withoutMetric(outcome.answer) };
+  if (!('error' in outcome)) throw new Error('a batch holds reports only');
   const { error } = outcome;
   if (error instanceof LimitExceeded) return { status: 402, ...withoutMetric(error.counter), code: error.code };
   return refused(outcome.status, error.code);

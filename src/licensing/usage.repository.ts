@@ -2,51 +2,67 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '../config/app-config';
-import { licenseArguments } from '../config/tiers';
+import { licenseArguments, Overage } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
 
 /*
- * The usage rule (spec §7, §13), written once, in SQL: a decrease (projects) always applies and stops at 0;
- * an increase applies when the metric's overage policy is `bill` or when it fits under the limit in force.
- * The usage write folds it over a counter's events in order; the check asks it of one amount.
+ * The usage rule (spec §7, §13, §16), written once, in SQL. A counter's room is what it may still take: no bound
+ * for a `bill` metric (NULL); for `block`, the limit in force less what is used and what live reservations hold;
+ * for `credits`, what is left of the included amount plus the balance of the grants that count, less the holds. A
+ * report or a hold is accepted when its amount fits the room (a commit may also use its own live hold); a
+ * decrease (projects) always applies and stops at 0. The usage write folds it over a counter's events in order;
+ * the check asks it of one amount.
  */
-const accepts = (used: string, amount: string, limit: string, bill: string) => `(${bill} OR ${used} + ${amount} <= ${limit})`;
-const step = (used: string, amount: string, limit: string, bill: string) => `
-  CASE WHEN ${amount} < 0 THEN GREATEST(${used} + ${amount}, 0)
-       WHEN ${accepts(used, amount, limit, bill)} THEN ${used} + ${amount}
-       ELSE ${used} END`;
-/** Whether `metric` is billed past its limit, by the overage policies in force `overage` (the license's). */
-const billed = (overage: string, metric: string) => `COALESCE(${overage} ->> ${metric} = 'bill', false)`;
+const roomOf = (policy: string, limit: string, used: string, balance: string, held: string) => `
+  (CASE WHEN ${policy} = 'bill' THEN NULL
+        ELSE (CASE WHEN ${policy} = 'credits' THEN GREATEST(${limit} - ${used}, 0) + ${balance} ELSE ${limit} - ${used} END) - ${held} END)`;
+const accepts = (amount: string, room: string) => `(${room} IS NULL OR ${amount} <= ${room})`;
+/** A metric's overage policy in force (block, bill or credits), from the license's `overage`. */
+const policyOf = (overage: string, metric: string) => `COALESCE(${overage} ->> ${metric}, 'block')`;
 
 /**
  * Usage events applied in order, each with the single report's meaning, in one statement: the single report
- * is its one-event case, a batch (or a group of concurrent single reports) the many-event one.
+ * is its one-event case, a batch (or a group of concurrent single reports) the many-event one. An event is a
+ * report, a hold (a reservation, spec §16.5: it takes room, not usage) or a commit (a reservation's spend: a
+ * report of its amount that may use its own live hold, keyed by the reservation id).
  *
  * - `prior`: events whose idempotency key a live report (< 24 h) already holds apply nothing; they get its
- *   answer, or 409 when the metric or amount differ.
+ *   answer, or 409 when the metric or amount differ. `early`: commits that cannot apply (unknown reservation,
+ *   more than it holds, released; one committed longer ago than its key lives answers what it answered).
  * - `counters`: the events of each counter, with the license of its organisation (none for an unknown one:
  *   404), computed inside the statement, so no webhook can slip in between the limit read and the write.
  * - `locked`: the counters the events touch, locked in one order (organisation, metric, period), so that
- *   concurrent writers on any instance never deadlock; FOR UPDATE returns each row's latest committed value.
- * - `fold`: the rule above, event after event per counter, from the locked value (recursive: round k is
- *   the k-th event of every counter). A counter's value only moves under its lock, so no writer overshoots.
- * - The counters are written once each with their last value; a counter not there yet is inserted with
- *   it. When a concurrent writer inserted it first, its events come back `0` (applied nothing: retry).
+ *   concurrent writers on any instance never deadlock; FOR UPDATE returns each row's latest committed value,
+ *   and `moved` says that a writer committed to it after this statement's snapshot was taken.
+ * - `roomed`: what the counter's room is made of besides the counter: the live holds, and for a credits metric
+ *   the balance. Read fresh through credits.room once the counter's lock is held (which also locks the grants)
+ *   for a credits metric or a counter that moved (a hold committed meanwhile is not in this statement's
+ *   snapshot; every hold writes its counter, so it moves it); else from the snapshot, which then misses nothing.
+ * - `fold`: the rule above, event after event per counter (recursive: round k is the k-th event of every
+ *   counter). A counter's room only shrinks under its lock, so no writer overshoots and no grant is overdrawn.
+ *   `drawn` is what the counter's accepted reports took from grants so far (usage past the included amount).
+ * - The counters are written once each with their last value (also when only holds or commits touched them,
+ *   so that concurrent writers see them move); a counter not there yet is inserted. When a concurrent writer
+ *   inserted it first, its events come back `0` (applied nothing: retry).
  * - Keys are stored with the answer for events that applied. A key taken meanwhile by a concurrent report
- *   (not visible to `prior`) shows as `keyTaken`: the caller rolls its transaction back and runs again.
- * - `applied`: what each applied event did (organisation, metric, n, amount, before, used, "limit"): handed
- *   on, in this statement, to the modules that account for accepted usage, through their functions (see
- *   applySql).
+ *   (not visible to `prior`), or a reservation released or committed meanwhile, shows as `keyTaken`: the caller
+ *   rolls its transaction back and runs again.
+ * - `applied`: what each applied event did, handed on, in this statement, to the modules that account for it
+ *   through their functions: the grants' consumption, holds and commits to credits; `usage.capacity` to
+ *   notifications, accepted usage to billing's meter windows (see applySql).
  *
- * Answers one row per event, in order: status 200 (applied, or a key's first answer in `response`), 402
- * (refused: used and limit as they stood), 404, 409, or 0 (retry).
+ * Answers one row per event, in order: status 200 (201 for a hold; applied, or a key's first answer in
+ * `response`), 400, 402, 404, 409 with the error's `code`, or 0 (retry).
  *
- * Events without a key go through the statement without its key parts (`keyed` false: no `prior`, `swept`,
- * `keying`, `keyed`), the same text otherwise: PostgreSQL starts every node of a plan at each call, whether
- * it has rows or not, and those parts are a third of the nodes (~15 % of a one-event statement's time).
+ * Plain reports without keys go through the statement without the key and reservation parts (`keyed` false:
+ * no `prior`, `early`, `swept`, `keying`, `keyed`, holds or commits), the same text otherwise: PostgreSQL starts
+ * every node of a plan at each call, whether it has rows or not, and those parts are a third of the nodes.
  */
-const APPLY = namedParams('organisations', 'metrics', 'amounts', 'keys', 'urls');
-const { organisations: $orgs, metrics: $metrics, amounts: $amounts, keys: $keys } = APPLY.ref;
+const KEYED = namedParams('organisations', 'metrics', 'amounts', 'keys', 'reservations', 'ttls', 'urls');
+const KEYLESS = namedParams('organisations', 'metrics', 'amounts', 'urls');
+const { keys: $keys, reservations: $res, ttls: $ttls } = KEYED.ref;
+/** The statement's parameters: every array for a keyed statement; a keyless one has no keys, reservations or hold times. */
+const paramsOf = (keyed: boolean) => (keyed ? KEYED.ref : KEYLESS.ref);
 const PRIOR_SQL = `
   -- Look-ups by key, one index probe per event (a lateral sub-query, never a scan of the table), here and below.
   prior AS (
@@ -56,9 +72,28 @@ const PRIOR_SQL = `
       WHERE k.organisation_id = e.org AND k.key = e.key AND k.created_at >= now() - interval '24 hours' OFFSET 0) k
     WHERE e.key IS NOT NULL
   ),
+  early AS (
+    SELECT e.n, CASE WHEN e.res_org IS NULL THEN 'reservation_not_found'
+                     WHEN e.amount > e.reserved THEN 'reservation_exceeded'
+                     WHEN e.res_status = 'released' THEN 'reservation_released'
+                     WHEN e.res_status = 'committed' THEN 'committed' END AS code
+    FROM ev e
+    WHERE e.kind = 'commit' AND NOT EXISTS (SELECT 1 FROM prior p WHERE p.n = e.n)
+      AND (e.res_org IS NULL OR e.amount > e.reserved OR e.res_status IN ('released', 'committed'))
+  ),
 `;
 
-/** Keys: expired ones swept, and those of applied events stored with their answer. */
+/** A key's stored answer, and the one a commit leaves on its reservation: what a single report would answer. */
+const ANSWER_JSON = `
+  CASE WHEN o.kind = 'hold'
+       THEN jsonb_build_object('id', o.hold_id, 'organisation_id', o.org, 'metric', o.metric, 'amount', o.amount,
+                               'expires_at', to_char(o.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+       ELSE jsonb_build_object('metric', o.metric, 'used', o.used, 'limit', o.lim, 'at_capacity', o.used >= o.lim)
+            || CASE WHEN o.policy = 'bill' THEN jsonb_build_object('overage', GREATEST(o.used - o.lim, 0)) ELSE '{}' END
+            || CASE WHEN o.policy = 'credits' THEN jsonb_build_object('balance', o.balance, 'available', o.available) ELSE '{}' END
+            || CASE WHEN o.kind = 'commit' AND o.own = 0 THEN '{"expired": true}'::jsonb ELSE '{}' END END`;
+
+/** Keys: expired ones swept, and those of applied events stored with their answer; holds and commits handed on. */
 const KEY_CTES_SQL = `
   swept AS (
     DELETE FROM usage_idempotency_keys WHERE (organisation_id, key) IN (
@@ -68,12 +103,11 @@ const KEY_CTES_SQL = `
         AND (k.organisation_id, k.key) NOT IN (SELECT org, key FROM ev WHERE key IS NOT NULL)
       LIMIT 100 FOR UPDATE SKIP LOCKED)
   ),
+  answers AS (
+    SELECT o.*, ${ANSWER_JSON} AS response FROM applied o
+  ),
   keying AS (
-    SELECT o.org, e.key, o.metric, o.amount,
-           jsonb_build_object('metric', o.metric, 'used', o.used, 'limit', o.lim, 'at_capacity', o.used >= o.lim)
-             || CASE WHEN o.bill THEN jsonb_build_object('overage', GREATEST(o.used - o.lim, 0)) ELSE '{}' END AS response
-    FROM outcome o JOIN ev e USING (n)
-    WHERE e.key IS NOT NULL AND o.accepted AND NOT o.retry
+    SELECT a.org, a.key, a.metric, a.amount, a.response FROM answers a WHERE a.key IS NOT NULL
   ),
   keyed AS (
     INSERT INTO usage_idempotency_keys AS k (organisation_id, key, metric, amount, response)
@@ -82,31 +116,63 @@ const KEY_CTES_SQL = `
       SET metric = EXCLUDED.metric, amount = EXCLUDED.amount, response = EXCLUDED.response, created_at = now()
       WHERE k.created_at < now() - interval '24 hours'
     RETURNING 1
+  ),
+  held AS (
+    SELECT credits.hold(array_agg(a.hold_id ORDER BY a.n), array_agg(a.org ORDER BY a.n), array_agg(a.metric ORDER BY a.n),
+                        array_agg(a.amount ORDER BY a.n), array_agg(a.expires_at ORDER BY a.n)) AS holds
+    FROM applied a WHERE a.kind = 'hold'
+    HAVING count(*) > 0
+  ),
+  settled AS (
+    SELECT credits.settle_commits(array_agg(a.res ORDER BY a.n), array_agg(a.amount ORDER BY a.n), array_agg(a.response ORDER BY a.n),
+                                  array_agg(CASE WHEN a.policy = 'credits' AND a.own > 0 THEN a.own - a.amount ELSE 0 END ORDER BY a.n),
+                                  array_agg(a.balance ORDER BY a.n)) AS commits
+    FROM answers a WHERE a.kind = 'commit'
+    HAVING count(*) > 0
   )`;
 
-/**
- * The statement's head; `license(org)` is the license of `org` (licensing.license_state) with the tier table and
- * grace period in it as constants (see UsageRepository's constructor).
- */
-const applySqlHead = (license: (organisation: string) => string, keyed: boolean) => `
-  WITH RECURSIVE
+/** Each event, from the statement's arrays: for a commit, its organisation and metric are its reservation's. */
+const evSql = (keyed: boolean, { organisations: $orgs, metrics: $metrics, amounts: $amounts } = paramsOf(keyed)) =>
+  keyed
+    ? `
   ev AS (
     -- Each array behind a sub-select: the planner then estimates the events' number the same whether it
     -- sees the values or not, so a connection settles on one generic plan (planned once: ~0.1 ms) instead
     -- of planning every call for the values it knows (~2 ms).
-    SELECT e.n::int AS n, e.org, e.metric, e.amount, e.key
-    FROM unnest((SELECT ${$orgs}::uuid[]), (SELECT ${$metrics}::text[]), (SELECT ${$amounts}::bigint[]), (SELECT ${$keys}::text[]))
-         WITH ORDINALITY AS e(org, metric, amount, key, n)
-  ),
+    SELECT e.n::int AS n, COALESCE(e.org, r.organisation_id) AS org, COALESCE(e.metric, r.metric) AS metric, e.amount,
+           CASE WHEN e.res IS NOT NULL THEN e.res::text WHEN e.ttl IS NOT NULL THEN 'hold ' || e.key ELSE e.key END AS key,
+           CASE WHEN e.res IS NOT NULL THEN 'commit' WHEN e.ttl IS NOT NULL THEN 'hold' ELSE 'report' END AS kind,
+           e.res, e.ttl, r.organisation_id AS res_org, r.amount AS reserved, r.status AS res_status, r.response AS res_response,
+           CASE WHEN e.ttl IS NOT NULL THEN gen_random_uuid() END AS hold_id
+    FROM unnest((SELECT ${$orgs}::uuid[]), (SELECT ${$metrics}::text[]), (SELECT ${$amounts}::bigint[]), (SELECT ${$keys}::text[]),
+                (SELECT ${$res}::uuid[]), (SELECT ${$ttls}::int[]))
+         WITH ORDINALITY AS e(org, metric, amount, key, res, ttl, n)
+    LEFT JOIN LATERAL credits.reservation(e.res) r ON true
+  ),`
+    : `
+  ev AS (
+    SELECT e.n::int AS n, e.org, e.metric, e.amount, NULL::text AS key, 'report' AS kind, NULL::uuid AS res, NULL::int AS ttl,
+           NULL::bigint AS reserved, NULL::uuid AS hold_id
+    FROM unnest((SELECT ${$orgs}::uuid[]), (SELECT ${$metrics}::text[]), (SELECT ${$amounts}::bigint[])) WITH ORDINALITY AS e(org, metric, amount, n)
+  ),`;
+
+/**
+ * The statement's head; `license(org)` is the license of `org` (licensing.license_state) and `tiers` the tier
+ * table, as constants (see UsageRepository's constructor).
+ */
+const applySqlHead = (license: (organisation: string) => string, tiers: string, keyed: boolean) => `
+  WITH RECURSIVE
+  ${evSql(keyed)}
   ${keyed ? PRIOR_SQL : ''}
   counters AS (
-    -- The events of each counter, with the license of its organisation (none for an unknown one: 404),
-    -- computed inside the statement, so no webhook can slip in between the limit read and the write.
-    SELECT g.org, g.metric, licensing.counter_period(g.metric, l.ai_period) AS period,
-           (l.limits ->> g.metric)::bigint AS lim, ${billed('l.overage', 'g.metric')} AS bill, g.amounts, g.ns
-    FROM (SELECT e.org, e.metric, array_agg(e.amount ORDER BY e.n) AS amounts, array_agg(e.n ORDER BY e.n) AS ns
+    SELECT g.org, g.metric, licensing.counter_period(${tiers}, g.metric, l.ai_period) AS period,
+           (l.limits ->> g.metric)::bigint AS lim, ${policyOf('l.overage', 'g.metric')} AS policy, g.amounts, g.ns, g.kinds, g.res, g.reserved
+    FROM (SELECT e.org, e.metric, array_agg(e.amount ORDER BY e.n) AS amounts, array_agg(e.n ORDER BY e.n) AS ns,
+                 ${keyed ? 'array_agg(e.kind ORDER BY e.n)' : 'NULL::text[]'} AS kinds,
+                 ${keyed ? 'array_agg(e.res ORDER BY e.n)' : 'NULL::uuid[]'} AS res,
+                 ${keyed ? 'array_agg(e.reserved ORDER BY e.n)' : 'NULL::bigint[]'} AS reserved
           FROM ev e
-          ${keyed ? 'WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.n = e.n)' : ''}
+          ${keyed ? 'WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.n = e.n) AND NOT EXISTS (SELECT 1 FROM early x WHERE x.n = e.n)' : ''}
           GROUP BY e.org, e.metric) g
     CROSS JOIN LATERAL (SELECT s.limits, s.overage, s.ai_period
                         FROM ${license('g.org')} CROSS JOIN identity.access(g.org, NULL, NULL) a WHERE a.allowed) l
@@ -114,37 +180,67 @@ const applySqlHead = (license: (organisation: string) => string, keyed: boolean)
   locked AS (
     -- One row lock set, taken in one order by one node (not a lock per look-up: PostgreSQL would set up its
     -- recheck of the whole statement again for each row a concurrent writer changed).
-    SELECT c.org, c.metric, c.period, c.lim, c.bill, c.amounts, c.ns, u.used
+    SELECT c.org, c.metric, c.period, c.lim, c.policy, c.amounts, c.ns, c.kinds, c.res, c.reserved, u.used,
+           u.xmin::text IS DISTINCT FROM (SELECT v.xmin::text FROM usage_counters v
+                                          WHERE (v.organisation_id, v.metric, v.period_start) = (c.org, c.metric, c.period)) AS moved
     FROM usage_counters u JOIN counters c ON (u.organisation_id, u.metric, u.period_start) = (c.org, c.metric, c.period)
     ORDER BY u.organisation_id, u.metric, u.period_start
     FOR UPDATE OF u
   ),
+  roomed AS (
+    -- [NOT] IN (sub-query) below is a hashed look-up, whatever the number of counters.
+    SELECT s.*, r.held, r.balance, r.live
+    FROM (SELECT org, metric, period, lim, policy, amounts, ns, kinds, res, reserved, used, true AS existed, moved FROM locked
+          UNION ALL
+          SELECT org, metric, period, lim, policy, amounts, ns, kinds, res, reserved, 0, false, false
+          FROM counters WHERE (org, metric, period) NOT IN (SELECT org, metric, period FROM locked)) s
+    CROSS JOIN LATERAL (
+      SELECT x.held, x.balance, x.live FROM credits.room(s.org, s.metric, s.policy = 'credits', s.res) x
+      WHERE s.policy = 'credits' OR s.moved
+      UNION ALL
+      SELECT COALESCE(sum(h.amount), 0)::bigint, 0::bigint, COALESCE(array_agg(h.id) FILTER (WHERE h.id = ANY (s.res)), '{}')
+      FROM credits.live_holds(s.org, s.metric) h
+      HAVING NOT (s.policy = 'credits' OR s.moved)
+    ) r
+  ),
   fold AS (
-    -- The counters there (from their locked value) and those not there yet (from 0); [NOT] IN (sub-query)
-    -- below is a hashed look-up, whatever the number of counters.
-    SELECT org, metric, period, 0 AS k, used AS start, NULL::bigint AS before, used, amounts, ns, lim, bill, true AS existed
-    FROM locked
+    SELECT org, metric, period, 0 AS k, used AS start, NULL::bigint AS before, used, true AS ok,
+           ${roomOf('policy', 'lim', 'used', 'balance', 'held')} AS room, 0::bigint AS own, 0::bigint AS draw, 0::bigint AS drawn,
+           false AS touched, amounts, ns, kinds, res, reserved, live, lim, policy, balance, existed
+    FROM roomed
     UNION ALL
-    SELECT org, metric, period, 0, 0, NULL, 0, amounts, ns, lim, bill, false
-    FROM counters WHERE (org, metric, period) NOT IN (SELECT org, metric, period FROM locked)
-    UNION ALL
-    SELECT org, metric, period, k + 1, start, used, ${step('used', 'amounts[k + 1]', 'lim', 'bill')},
-           amounts, ns, lim, bill, existed
-    FROM fold WHERE k < cardinality(amounts)
+    SELECT f.org, f.metric, f.period, f.k + 1, f.start, f.used, s.used, s.ok, s.room, s.own, s.draw, f.drawn + s.draw,
+           f.touched OR (s.ok AND s.kind <> 'report'), f.amounts, f.ns, f.kinds, f.res, f.reserved, f.live, f.lim, f.policy,
+           f.balance, f.existed
+    FROM fold f
+    CROSS JOIN LATERAL (
+      SELECT a.kind, a.own, x.ok, x.used,
+             CASE WHEN NOT x.ok THEN f.room WHEN a.kind = 'hold' THEN f.room - a.amount WHEN a.amount < 0 THEN f.room + (f.used - x.used)
+                  ELSE f.room + a.own - a.amount END AS room,
+             CASE WHEN f.policy = 'credits' THEN GREATEST(x.used - f.lim, 0) - GREATEST(f.used - f.lim, 0) ELSE 0 END AS draw
+      FROM (SELECT COALESCE(f.kinds[f.k + 1], 'report') AS kind, f.amounts[f.k + 1] AS amount,
+                   CASE WHEN f.kinds[f.k + 1] = 'commit' AND f.res[f.k + 1] = ANY (f.live) THEN f.reserved[f.k + 1] ELSE 0 END AS own) a
+      CROSS JOIN LATERAL (SELECT (a.kind <> 'hold' AND a.amount < 0) OR ${accepts('a.amount', 'f.room + a.own')} AS ok) o
+      CROSS JOIN LATERAL (
+        SELECT o.ok, CASE WHEN NOT o.ok OR a.kind = 'hold' THEN f.used WHEN a.amount < 0 THEN GREATEST(f.used + a.amount, 0)
+                          ELSE f.used + a.amount END AS used) x
+    ) s
+    WHERE f.k < cardinality(f.amounts)
   ),
   final AS (
-    SELECT org, metric, period, start, used, existed, amounts FROM fold WHERE k = cardinality(amounts)
+    SELECT org, metric, period, start, used, existed, touched, amounts FROM fold WHERE k = cardinality(amounts)
   ),
   updated AS (
     UPDATE usage_counters u SET used = f.used, updated_at = now()
     FROM final f
-    WHERE f.existed AND f.used <> f.start AND (u.organisation_id, u.metric, u.period_start) = (f.org, f.metric, f.period)
+    WHERE f.existed AND (f.used <> f.start OR f.touched) AND (u.organisation_id, u.metric, u.period_start) = (f.org, f.metric, f.period)
     RETURNING u.organisation_id
   ),
   creating AS (
-    -- A decrease on a counter not seen is written too (as 0): the row may have appeared meanwhile.
+    -- A decrease on a counter not seen is written too (as 0): the row may have appeared meanwhile. So is a hold's:
+    -- the next writer must find the counter to lock.
     SELECT org, metric, period, used FROM final
-    WHERE NOT existed AND (used > 0 OR EXISTS (SELECT 1 FROM unnest(amounts) a WHERE a < 0))
+    WHERE NOT existed AND (used > 0 OR touched OR EXISTS (SELECT 1 FROM unnest(amounts) a WHERE a < 0))
   ),
   created AS (
     INSERT INTO usage_counters (organisation_id, metric, period_start, used)
@@ -153,85 +249,115 @@ const applySqlHead = (license: (organisation: string) => string, keyed: boolean)
     RETURNING organisation_id AS org, metric, period_start AS period
   ),
   outcome AS (
-    SELECT f.ns[f.k] AS n, f.org, f.metric, f.amounts[f.k] AS amount, f.before, f.used, f.lim, f.bill,
-           f.amounts[f.k] < 0 OR f.used <> f.before AS accepted,
+    SELECT f.ns[f.k] AS n, f.org, f.metric, COALESCE(f.kinds[f.k], 'report') AS kind, f.amounts[f.k] AS amount, f.before, f.used, f.lim,
+           f.policy, f.ok AS accepted, f.room AS available, f.balance - f.drawn AS balance, f.draw, f.own,
            NOT f.existed AND (f.org, f.metric, f.period) IN (SELECT org, metric, period FROM creating)
                          AND (f.org, f.metric, f.period) NOT IN (SELECT org, metric, period FROM created) AS retry
     FROM fold f WHERE f.k > 0
   ),
   applied AS (
-    SELECT o.org AS organisation_id, o.metric, o.n, o.amount, o.before, o.used, o.lim AS "limit"
-    FROM outcome o WHERE o.accepted AND NOT o.retry
+    SELECT o.*, e.key, e.res, e.hold_id, now() + make_interval(secs => e.ttl) AS expires_at,
+           o.org AS organisation_id, o.lim AS "limit"
+    FROM outcome o JOIN ev e USING (n) WHERE o.accepted AND NOT o.retry
+  ),
+  consumed AS (
+    -- The reports that drew on grants, to credits' consumption (in event order: each takes its range of the draw).
+    SELECT credits.consume(array_agg(a.org ORDER BY a.n), array_agg(a.metric ORDER BY a.n), array_agg(a.draw ORDER BY a.n),
+                           array_agg(CASE WHEN a.kind = 'commit' THEN a.res::text ELSE a.key END ORDER BY a.n)) AS entries
+    FROM applied a WHERE a.draw > 0
+    HAVING count(*) > 0
   )${keyed ? `,
 ${KEY_CTES_SQL}` : ''}`;
 
 const applySqlAnswer = (keyed: boolean, handedOn: string) => `
   SELECT e.n,
-         CASE ${keyed ? 'WHEN p.n IS NOT NULL THEN (CASE WHEN NOT p.same THEN 409 WHEN p.response IS NULL THEN 0 ELSE 200 END)' : ''}
+         CASE ${keyed ? `WHEN p.n IS NOT NULL THEN (CASE WHEN NOT p.same THEN 409 WHEN p.response IS NULL THEN 0 WHEN e.kind = 'hold' THEN 201 ELSE 200 END)
+              WHEN x.code IS NOT NULL THEN (CASE x.code WHEN 'reservation_not_found' THEN 404 WHEN 'reservation_exceeded' THEN 400
+                                                        WHEN 'reservation_released' THEN 409 ELSE 200 END)` : ''}
               WHEN o.n IS NULL THEN 404
               WHEN o.retry THEN 0
-              WHEN o.accepted THEN 200
+              WHEN o.accepted THEN (CASE WHEN e.kind = 'hold' THEN 201 ELSE 200 END)
               ELSE 402 END AS status,
-         o.used, o.lim AS "limit", o.bill, ${keyed ? 'p.response' : 'NULL::jsonb AS response'},
-         ${keyed ? '(SELECT count(*) FROM keying) > (SELECT count(*) FROM keyed)' : 'false'} AS "keyTaken",
+         CASE ${keyed ? `WHEN p.n IS NOT NULL THEN (CASE WHEN p.same THEN NULL WHEN e.kind = 'commit' THEN 'reservation_committed' ELSE 'idempotency_key_reused' END)
+              WHEN x.code IS NOT NULL THEN NULLIF(x.code, 'committed')` : ''}
+              WHEN o.n IS NULL THEN 'organisation_not_found'
+              WHEN o.retry OR o.accepted THEN NULL
+              WHEN o.policy = 'credits' THEN 'insufficient_credits'
+              ELSE 'limit_exceeded' END AS code,
+         o.metric, o.used, o.lim AS "limit", o.policy, o.available, o.balance, o.kind = 'commit' AND o.own = 0 AS expired,
+         a.hold_id AS "holdId", a.expires_at AS "expiresAt",
+         ${keyed ? `COALESCE(p.response, CASE WHEN x.code = 'committed' THEN e.res_response END)` : 'NULL::jsonb'} AS response,
+         ${keyed ? `(SELECT count(*) FROM keying) > (SELECT count(*) FROM keyed)
+                    OR COALESCE((SELECT commits FROM settled), 0) < (SELECT count(*) FROM applied WHERE kind = 'commit')` : 'false'} AS "keyTaken",
+         COALESCE((SELECT entries FROM consumed), 0) AS consumed,
+         ${keyed ? 'COALESCE((SELECT holds FROM held), 0) AS held,' : ''}
          ${handedOn}
-  FROM ev e ${keyed ? 'LEFT JOIN prior p USING (n)' : ''} LEFT JOIN outcome o USING (n)
+  FROM ev e ${keyed ? 'LEFT JOIN prior p USING (n) LEFT JOIN early x USING (n)' : ''} LEFT JOIN outcome o USING (n) LEFT JOIN applied a USING (n)
   ORDER BY e.n`;
 
 /**
- * What the statement hands on of its applied events, each to the module that accounts for it, through that
- * module's function (one round trip still): with NOTIFY_URLS, the events that moved a metric across its limit
- * in force to notifications (`usage.capacity` messages); with a provider meter configured, the accepted usage
- * to billing's meter windows (spec §13). Each is called once, and only with events to hand on.
+ * What the statement hands on of its applied events to notifications and billing, each through that module's
+ * function (one round trip still): with NOTIFY_URLS, the events that moved a metric across its limit in force
+ * (`usage.capacity` messages); with a provider meter configured, the accepted usage to billing's meter windows
+ * (spec §13). Each is called once, and only with events to hand on. Holds move no usage: neither sees them.
  */
-const CAPACITY_SQL = `
+const capacitySql = (urls: string) => `
   capacity AS (
     SELECT notifications.capacity_crossed(array_agg(a.organisation_id ORDER BY a.n), array_agg(a.metric ORDER BY a.n),
-                                          array_agg(a.used ORDER BY a.n), array_agg(a."limit" ORDER BY a.n), ${APPLY.ref.urls}::text[]) AS queued
-    FROM applied a WHERE (a.used >= a."limit") <> (a.before >= a."limit")
+                                          array_agg(a.used ORDER BY a.n), array_agg(a."limit" ORDER BY a.n), ${urls}::text[]) AS queued
+    FROM applied a WHERE a.kind <> 'hold' AND (a.used >= a."limit") <> (a.before >= a."limit")
     HAVING count(*) > 0
   )`;
 const meteredSql = (metrics: string[], flushS: number) => `
   metered AS (
     SELECT billing.meter_usage(array_agg(a.organisation_id ORDER BY a.n), array_agg(a.metric ORDER BY a.n),
                                array_agg(a.amount ORDER BY a.n), ARRAY[${metrics.map((m) => `'${m}'`).join(', ')}]::text[], ${flushS}) AS windows
-    FROM applied a
+    FROM applied a WHERE a.kind <> 'hold'
     HAVING count(*) > 0
   )`;
 
-const applySql = (license: (organisation: string) => string, keyed: boolean, handOn: { capacity: boolean; meters?: { metrics: string[]; flushS: number } }) => {
-  const ctes = [handOn.capacity ? CAPACITY_SQL : '', handOn.meters ? meteredSql(handOn.meters.metrics, handOn.meters.flushS) : ''].filter(Boolean);
+const applySql = (
+  license: (organisation: string) => string,
+  tiers: string,
+  keyed: boolean,
+  handOn: { capacity: boolean; meters?: { metrics: string[]; flushS: number } },
+) => {
+  const ctes = [handOn.capacity ? capacitySql(paramsOf(keyed).urls) : '', handOn.meters ? meteredSql(handOn.meters.metrics, handOn.meters.flushS) : ''].filter(Boolean);
   const columns = [
     handOn.capacity ? 'COALESCE((SELECT queued FROM capacity), 0) AS queued' : '0 AS queued',
     ...(handOn.meters ? ['COALESCE((SELECT windows FROM metered), 0) AS metered'] : []),
   ];
-  return `${applySqlHead(license, keyed)}${ctes.map((cte) => `, ${cte}`).join('')}
+  return `${applySqlHead(license, tiers, keyed)}${ctes.map((cte) => `, ${cte}`).join('')}
    ${applySqlAnswer(keyed, columns.join(', '))}`;
 };
 
 /**
- * The check (spec §7, §13): the used amount of the metric, its limit in force, and whether `amount` more
- * would be accepted now. No row: not readable by the caller (identity.access).
+ * The check (spec §7, §13, §16): the used amount of the metric, its limit in force, and whether `amount` more
+ * would be accepted now, by the room a report would have (live holds and, for a credits metric, the balance
+ * counted). No row: not readable by the caller (identity.access).
  */
 const CHECK = namedParams('organisation', 'tiers', 'graceS', 'user', 'metric', 'amount');
-const { organisation: $org, metric: $metric, amount: $amount } = CHECK.ref;
+const { organisation: $org, metric: $metric, amount: $amount, tiers: $checkTiers } = CHECK.ref;
 const CHECK_SQL = `
   WITH r AS (
     SELECT CASE WHEN ${$metric}::text = 'users' THEN (SELECT count(*) FROM identity.members(${$org}::uuid))
                 ELSE COALESCE((SELECT used FROM usage_counters
                                WHERE organisation_id = ${$org}::uuid AND metric = ${$metric}::text
-                                 AND period_start = licensing.counter_period(${$metric}::text, s.ai_period)), 0) END AS used,
+                                 AND period_start = licensing.counter_period(${$checkTiers}::jsonb, ${$metric}::text, s.ai_period)), 0) END AS used,
            (s.limits ->> ${$metric}::text)::bigint AS lim,
-           ${billed('s.overage', `${$metric}::text`)} AS bill
-    FROM licensing.license_state(${$org}::uuid, ${CHECK.ref.tiers}::jsonb, ${CHECK.ref.graceS}::bigint) s
+           ${policyOf('s.overage', `${$metric}::text`)} AS policy,
+           (SELECT COALESCE(sum(h.amount), 0) FROM credits.live_holds(${$org}::uuid, ${$metric}::text) h) AS held,
+           (SELECT COALESCE(sum(g.remaining), 0) FROM credits.counting_grants(${$org}::uuid) g WHERE g.metric = ${$metric}::text) AS balance
+    FROM licensing.license_state(${$org}::uuid, ${$checkTiers}::jsonb, ${CHECK.ref.graceS}::bigint) s
     CROSS JOIN identity.access(${$org}::uuid, ${CHECK.ref.user}::uuid, NULL) a
     WHERE a.allowed
   )
-  SELECT used, lim AS "limit", COALESCE(${accepts('used', `${$amount}::bigint`, 'lim', 'bill')}, false) AS allowed FROM r`;
+  SELECT used, lim AS "limit", COALESCE(${accepts(`${$amount}::bigint`, roomOf('policy', 'lim', 'used', 'balance', 'held'))}, false) AS allowed FROM r`;
 
 /** A string as an SQL literal (an escape string: the same whatever standard_conforming_strings says). */
 const sqlLiteral = (text: string) => `E'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 
+/** A report back-ends send (spec §7). */
 export interface UsageEvent {
   organisationId: string;
   /** A metric back-ends report: projects, ai_tokens or a further metric of the tier table (see checkEvent). */
@@ -240,27 +366,55 @@ export interface UsageEvent {
   idempotencyKey?: string;
 }
 
+/**
+ * What the usage statement applies: a report, a hold (`holdTtlS`: a reservation of `amount`, spec §16.5), or a
+ * commit (`reservation`: its organisation and metric are the reservation's, its key the reservation id).
+ */
+export type StatementEvent = UsageEvent | (UsageEvent & { holdTtlS: number }) | { reservation: string; amount: number };
+
 /** What the usage statement answered for one event (see applySqlHead). */
 export interface AppliedRow {
-  /** 200, 402, 404, 409, or 0: nothing applied, run it again. */
+  /** 200 (201: a hold), 400, 402, 404, 409, or 0: nothing applied, run it again. */
   status: number;
+  /** The error's code, for a status other than 200, 201 and 0. */
+  code: string | null;
+  metric: string | null;
   used: number | null;
   limit: number | null;
-  /** The metric's overage policy is `bill`. */
-  bill: boolean | null;
-  /** A key's first answer (status 200 for a repeat). */
-  response: UsageAnswer | null;
-  /** A key was taken by a concurrent report after this statement looked: roll back and run again. */
+  policy: Overage | null;
+  /** For a credits metric: what it may still take (included left + balance − reserved), and the balance. */
+  available: number | null;
+  balance: number | null;
+  /** A commit whose hold had lapsed (or was never live): an ordinary report. */
+  expired: boolean | null;
+  holdId: string | null;
+  expiresAt: Date | null;
+  /** A key's first answer (status 200 or 201 for a repeat), or a commit's stored one. */
+  response: UsageAnswer | ReservationAnswer | null;
+  /** A key was taken, or a reservation settled, by a concurrent statement after this one looked: roll back and run again. */
   keyTaken: boolean;
 }
 
-/** The answer of a single report (spec §7, §13), as stored with its idempotency key. */
+/** The answer of a single report (spec §7, §13, §16.2), as stored with its idempotency key. */
 export interface UsageAnswer {
   metric: string;
   used: number;
   limit: number;
   at_capacity: boolean;
   overage?: number;
+  balance?: number;
+  available?: number;
+  /** A reservation's commit after its hold had lapsed (spec §16.5). */
+  expired?: true;
+}
+
+/** A reservation (spec §16.5). */
+export interface ReservationAnswer {
+  id: string;
+  organisation_id: string;
+  metric: string;
+  amount: number;
+  expires_at: string;
 }
 
 export interface CheckRow {
@@ -273,7 +427,7 @@ export interface CheckRow {
 @Injectable()
 export class UsageRepository {
   private readonly notifying: boolean;
-  /** The usage statement for events with a key among them, and for events without any. */
+  /** The usage statement for events with a key, a hold or a commit among them, and for plain reports without keys. */
   private readonly applySql: { keyed: string; keyless: string };
 
   constructor(
@@ -285,23 +439,33 @@ export class UsageRepository {
     // PostgreSQL parses the tier table once, when it plans the statement, instead of at every call (~10 % of
     // a one-event statement's time as a parameter).
     const { tiers, graceS } = licenseArguments(config);
-    const license = (organisation: string) => `licensing.license_state(${organisation}, ${sqlLiteral(tiers)}::jsonb, ${Number(graceS)}) s`;
+    const tiersSql = `${sqlLiteral(tiers)}::jsonb`;
+    const license = (organisation: string) => `licensing.license_state(${organisation}, ${tiersSql}, ${Number(graceS)}) s`;
     const metrics = Object.keys(config.providerMeters);
     const handOn = { capacity: this.notifying, meters: metrics.length ? { metrics, flushS: config.meterFlushS } : undefined };
-    this.applySql = { keyed: applySql(license, true, handOn), keyless: applySql(license, false, handOn) };
+    this.applySql = { keyed: applySql(license, tiersSql, true, handOn), keyless: applySql(license, tiersSql, false, handOn) };
   }
 
   /** Applies the events in order (no two with the same organisation and key); one row per event. */
-  async apply(events: UsageEvent[], m: EntityManager = this.db.manager): Promise<AppliedRow[]> {
-    const values = APPLY.values({
-      organisations: events.map((e) => e.organisationId),
-      metrics: events.map((e) => e.metric),
+  async apply(events: StatementEvent[], m: EntityManager = this.db.manager): Promise<AppliedRow[]> {
+    const field = <K extends string>(e: StatementEvent, key: K) => (key in e ? (e as Record<K, unknown>)[key] : undefined) ?? null;
+    const keyed = events.some((e) => field(e, 'idempotencyKey') !== null || 'reservation' in e || 'holdTtlS' in e);
+    const arrays = {
+      organisations: events.map((e) => field(e, 'organisationId')),
+      metrics: events.map((e) => field(e, 'metric')),
       amounts: events.map((e) => e.amount),
-      keys: events.map((e) => e.idempotencyKey ?? null),
       urls: this.config.notifyUrls,
-    });
-    const sql = events.some((e) => e.idempotencyKey !== undefined) ? this.applySql.keyed : this.applySql.keyless;
-    return preparedQuery<AppliedRow>(m, sql, this.notifying ? values : values.slice(0, -1));
+    };
+    const values = keyed
+      ? KEYED.values({
+          ...arrays,
+          keys: events.map((e) => field(e, 'idempotencyKey')),
+          reservations: events.map((e) => field(e, 'reservation')),
+          ttls: events.map((e) => field(e, 'holdTtlS')),
+        })
+      : KEYLESS.values(arrays);
+    // The URLs (the last parameter) only when notifying.
+    return preparedQuery<AppliedRow>(m, keyed ? this.applySql.keyed : this.applySql.keyless, this.notifying ? values : values.slice(0, -1));
   }
 
   /** Undefined when the caller may not read the organisation (see LicensingRepository.status). */

@@ -2,16 +2,20 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppException } from '../common/app-exception';
+import type { ErrorCode } from '../common/error-codes';
 import { AppConfig } from '../config/app-config';
 import { perPeriodMetrics, reportedMetrics } from '../config/tiers';
 import { transaction } from '../database/transaction';
 import { organisationNotFound } from '../identity/identity.service';
-import { AppliedRow, UsageAnswer, UsageEvent, UsageRepository } from './usage.repository';
+import { AppliedRow, ReservationAnswer, StatementEvent, UsageAnswer, UsageEvent, UsageRepository } from './usage.repository';
 
-export type { UsageAnswer, UsageEvent } from './usage.repository';
+export type { ReservationAnswer, UsageAnswer, UsageEvent } from './usage.repository';
 
-/** What a single report of an event answers: 200 with the counter, or the error it would throw. */
-export type UsageOutcome = { status: 200; answer: UsageAnswer } | { status: number; error: AppException };
+/** What a single report of an event answers: 200 with the counter (201 with a hold), or the error it would throw. */
+export type UsageOutcome =
+  | { status: 200; answer: UsageAnswer }
+  | { status: 201; reservation: ReservationAnswer }
+  | { status: number; error: AppException };
 
 // The most events one statement takes: a batch's limit, and the most concurrent single reports grouped.
 const MAX_EVENTS = 1000;
@@ -72,13 +76,37 @@ export class UsageService {
       this.start();
     });
     if ('error' in outcome) throw outcome.error;
-    return outcome.answer;
+    return (outcome as { answer: UsageAnswer }).answer;
+  }
+
+  /**
+   * A hold (spec §16.5): `amount` held against what the metric allows for `ttlS` seconds, exactly as a report of
+   * it would be checked; throws what a refused one answers (402, 404, 409). Through the usage statement, in its
+   * transaction like a keyed report.
+   */
+  async reserve(event: UsageEvent & { holdTtlS: number }): Promise<ReservationAnswer> {
+    checkEvent(event, this);
+    const [outcome] = await this.apply([event]);
+    if ('error' in outcome) throw outcome.error;
+    return (outcome as { reservation: ReservationAnswer }).reservation;
+  }
+
+  /**
+   * A reservation's commit (spec §16.5): `amount` reported as one usage report keyed by the reservation id, its
+   * hold's rest released; after its expiry an ordinary report (`expired: true`). Throws what a refused one answers.
+   */
+  async commit(reservation: string, amount: number): Promise<UsageAnswer> {
+    const [outcome] = await this.apply([{ reservation, amount }]);
+    if ('error' in outcome) throw outcome.error;
+    return (outcome as { answer: UsageAnswer }).answer;
   }
 
   /** Events in order (at most MAX_EVENTS, their amounts checked), each with its own outcome. */
-  async apply(events: UsageEvent[]): Promise<UsageOutcome[]> {
+  async apply(events: StatementEvent[]): Promise<UsageOutcome[]> {
     if (!events.length) return [];
-    if (!events.some((e) => e.idempotencyKey !== undefined)) return this.applyIn(this.db.manager, events);
+    if (events.every((e) => 'idempotencyKey' in e && e.idempotencyKey === undefined && !('holdTtlS' in e))) {
+      return this.applyIn(this.db.manager, events);
+    }
     // With keys, a key taken by a concurrent report mid-statement means starting over with what it committed.
     for (let round = 1; ; round++) {
       try {
@@ -124,13 +152,13 @@ export class UsageService {
    * Runs of events without a repeated key, each one statement, in order: a key used again in the same
    * batch must see what its first use did (stored, or refused and not stored), as one by one would.
    */
-  private async applyIn(m: EntityManager, events: UsageEvent[]): Promise<UsageOutcome[]> {
+  private async applyIn(m: EntityManager, events: StatementEvent[]): Promise<UsageOutcome[]> {
     const outcomes: UsageOutcome[] = [];
     for (const run of runsWithoutRepeatedKeys(events)) outcomes.push(...(await this.applyRun(m, run)));
     return outcomes;
   }
 
-  private async applyRun(m: EntityManager, events: UsageEvent[]): Promise<UsageOutcome[]> {
+  private async applyRun(m: EntityManager, events: StatementEvent[]): Promise<UsageOutcome[]> {
     const outcomes = new Array<UsageOutcome>(events.length);
     let pending = events.map((_, i) => i);
     for (let round = 1; pending.length; round++) {
@@ -167,38 +195,68 @@ export function checkEvent(event: UsageEvent, table: { metrics: readonly string[
   }
 }
 
-function toOutcome({ organisationId, metric, amount, idempotencyKey }: UsageEvent, row: AppliedRow): UsageOutcome {
-  switch (row.status) {
-    case 200:
-      return { status: 200, answer: row.response ?? answer(metric, row) };
-    case 402: {
-      const { used, limit } = row as { used: number; limit: number };
-      const message = `Adding ${amount} ${metric} would exceed the limit of ${limit} in force (${used} used); nothing was recorded.`;
-      return { status: 402, error: new LimitExceeded(answer(metric, row), message) };
-    }
-    case 404:
-      return { status: 404, error: organisationNotFound(organisationId) };
+function toOutcome(event: StatementEvent, row: AppliedRow): UsageOutcome {
+  if (row.status === 201) return { status: 201, reservation: (row.response as ReservationAnswer | null) ?? reservation(event as UsageEvent, row) };
+  if (row.status === 200) return { status: 200, answer: (row.response as UsageAnswer | null) ?? answer(row) };
+  const code = row.code as ErrorCode;
+  const key = 'reservation' in event ? event.reservation : event.idempotencyKey;
+  switch (code) {
+    case 'limit_exceeded':
+    case 'insufficient_credits':
+      return { status: 402, error: new LimitExceeded(code, answer(row), refusal(event.amount, row)) };
+    case 'organisation_not_found':
+      return { status: 404, error: organisationNotFound((event as UsageEvent).organisationId) };
+    case 'idempotency_key_reused':
+      return { status: 409, error: new AppException(code, `Idempotency key "${key}" was already used for a different report.`) };
+    case 'reservation_committed':
+      return { status: 409, error: new AppException(code, `Reservation ${key} was already committed with another amount.`) };
+    case 'reservation_released':
+      return { status: 409, error: new AppException(code, `Reservation ${key} was released: nothing is held to commit.`) };
+    case 'reservation_exceeded':
+      return { status: 400, error: new AppException(code, `A commit of ${event.amount} is more than reservation ${key} holds.`) };
     default:
-      return {
-        status: 409,
-        error: new AppException('idempotency_key_reused', `Idempotency key "${idempotencyKey}" was already used for a different report.`),
-      };
+      return { status: 404, error: new AppException('reservation_not_found', `No reservation ${key}.`) };
   }
 }
 
-/** The counter against its limit in force; `overage` for a metric billed past its limit (spec §13). */
-function answer(metric: UsageEvent['metric'], row: AppliedRow): UsageAnswer {
+/** Why a report (or a hold) was refused, with what it was refused against. */
+function refusal(amount: number, row: AppliedRow): string {
+  if (row.policy === 'credits') {
+    return `${amount} ${row.metric} more than the ${Math.max(row.available ?? 0, 0)} available (what is left of the included ${row.limit} plus a balance of ${row.balance}, less reservations); nothing was recorded.`;
+  }
+  return `Adding ${amount} ${row.metric} would exceed the limit of ${row.limit} in force (${row.used} used, reservations besides); nothing was recorded.`;
+}
+
+/** The counter against its limit in force; `overage` for a metric billed past it (§13), the balance for credits (§16.2). */
+function answer(row: AppliedRow): UsageAnswer {
   const used = row.used!;
   const limit = row.limit!;
-  return { metric, used, limit, at_capacity: used >= limit, ...(row.bill ? { overage: Math.max(used - limit, 0) } : {}) };
+  return {
+    metric: row.metric!,
+    used,
+    limit,
+    at_capacity: used >= limit,
+    ...(row.policy === 'bill' ? { overage: Math.max(used - limit, 0) } : {}),
+    ...(row.policy === 'credits' ? { balance: row.balance!, available: row.available! } : {}),
+    ...(row.expired ? { expired: true as const } : {}),
+  };
+}
+
+function reservation(event: UsageEvent, row: AppliedRow): ReservationAnswer {
+  return { id: row.holdId!, organisation_id: event.organisationId, metric: event.metric, amount: event.amount, expires_at: new Date(row.expiresAt!).toISOString() };
 }
 
 /** Splits before each event whose (organisation, key) an earlier event of the same run used. */
-function runsWithoutRepeatedKeys(events: UsageEvent[]): UsageEvent[][] {
-  const runs: UsageEvent[][] = [[]];
+function runsWithoutRepeatedKeys(events: StatementEvent[]): StatementEvent[][] {
+  const runs: StatementEvent[][] = [[]];
   let keys = new Set<string>();
   for (const event of events) {
-    const key = event.idempotencyKey === undefined ? undefined : `${event.organisationId} ${event.idempotencyKey}`;
+    const key =
+      'reservation' in event
+        ? `commit ${event.reservation}`
+        : event.idempotencyKey === undefined
+          ? undefined
+          : `${event.organisationId} ${'holdTtlS' in event ? 'hold ' : ''}${event.idempotencyKey}`;
     if (key !== undefined && keys.has(key)) {
       runs.push([]);
       keys = new Set();
@@ -214,9 +272,10 @@ class KeyTaken extends Error {}
 /** A 402: the counter and the limit it was refused against travel with it (a batch result shows them). */
 export class LimitExceeded extends AppException {
   constructor(
+    code: 'limit_exceeded' | 'insufficient_credits',
     readonly counter: UsageAnswer,
     message: string,
   ) {
-    super('limit_exceeded', message);
+    super(code, message);
   }
 }

@@ -1,3 +1,4 @@
 // Credits (spec §16): grants and their ledger, consumption, reservations, rollover and expiry, alerts, the routes.
 // Grouped so that the app's modules load once for all of them (see jest.config.js).
 import '../credits-grants.e2e-spec';
+import '../credits-usage.e2e-spec';

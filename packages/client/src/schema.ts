@@ -851,6 +851,7 @@ export interface components {
              *     - `invalid_cursor` (400): starting_after names no entry of the list: not an invoice id of this history, or (GET /api/me) not an organisation of the caller's.
              *     - `unknown_entitlement` (400): The name is not a feature (the check) or not a feature or metric (overrides) of the tier table.
              *     - `invalid_override_value` (400): An override's value is not of its name's kind: a boolean for a feature, an integer >= 0 for a metric.
+             *     - `reservation_exceeded` (400): A reservation commit of more than the reservation holds.
              *     - `invalid_credit_metric` (400): The metric is not one counted per billing period (ai_tokens, or a further metric declared per_period): credits are for those only.
              *     - `negative_amount` (400): A metric counted per billing period (ai_tokens, or one declared per_period) can only grow.
              *     - `no_change` (400): The change names the plan the subscription already has (the same tier, interval and seats).
@@ -869,6 +870,7 @@ export interface components {
              *     - `invalid_service_key` (401): The X-Service-Key header is not one of SERVICE_API_KEYS.
              *     - `metrics_token_required` (401): METRICS_TOKEN is set and the request does not carry it.
              *     - `limit_exceeded` (402): The change would exceed a limit in force; nothing was recorded.
+             *     - `insufficient_credits` (402): A credits metric's included amount left plus the balance of its grants, less what reservations hold, cannot cover the report (or the reservation); nothing was recorded.
              *     - `payment_failed` (402): The payment the change needed failed (e.g. a card declined; the message is the provider's): the plan in force stays as it was.
              *     - `forbidden` (403): The caller may not do this.
              *     - `organisation_forbidden` (403): The caller is not a member of the organisation (the same answer whether it exists or not).
@@ -886,11 +888,16 @@ export interface components {
              *     - `no_pending_change` (404): The organisation's subscription has no change scheduled for the end of its period.
              *     - `override_not_found` (404): The organisation has no override of that name.
              *     - `audit_entry_not_found` (404): No audit entry with that id (the console's audit entry page).
+             *     - `reservation_not_found` (404): No reservation with that id.
+             *     - `grant_not_found` (404): The organisation has no credit grant with that id.
              *     - `notification_not_found` (404): No outbound notification with that webhook-id (notifications:retry).
              *     - `request_timeout` (408): The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.
              *     - `email_taken` (409): A user with that email already exists (under another external_id, or none).
              *     - `last_owner` (409): The change would leave the organisation without an owner.
              *     - `idempotency_key_reused` (409): The idempotency key was already used for a different report.
+             *     - `idempotency_conflict` (409): The idempotency key was already used for a grant with another body.
+             *     - `reservation_committed` (409): The reservation was committed (a release after it, or a commit of another amount).
+             *     - `reservation_released` (409): The reservation was released: nothing is held to commit.
              *     - `checkout_in_progress` (409): Another checkout of this organisation is being opened at this moment; retry after Retry-After seconds.
              *     - `subscription_exists` (409): The organisation already has a live subscription: change the plan in the billing portal.
              *     - `seats_below_members` (409): Fewer seats (or a tier allowing fewer users) than the organisation has members: remove members first.
@@ -915,7 +922,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "invalid_credit_metric" | "negative_amount" | "no_change" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "reservation_exceeded" | "invalid_credit_metric" | "negative_amount" | "no_change" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "insufficient_credits" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "reservation_not_found" | "grant_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "idempotency_conflict" | "reservation_committed" | "reservation_released" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
         };
         UserRecord: {
             /** Format: uuid */
@@ -1172,7 +1179,7 @@ export interface components {
             overrides: components["schemas"]["OverrideRecord"][];
         };
         CheckResponse: {
-            /** @description used + amount <= limit, or the metric is billed past its limit (overage `bill`) */
+            /** @description A report of `amount` would be accepted now: it fits under the limit less what reservations hold (`block`), under what is left of the included amount plus the balance less the holds (`credits`), or the metric is billed past its limit (`bill`) */
             allowed: boolean;
             used: number;
             limit: number;
@@ -1216,6 +1223,15 @@ export interface components {
             metric: "projects" | "ai_tokens";
             /** @description max(used - limit, 0): present for a metric whose overage policy is `bill` (accepted past its limit, spec §13), absent for `block` */
             overage?: number;
+            /** @description For a metric whose overage policy is `credits` (spec §16.2), after the report: the balance of the grants that count */
+            balance?: number;
+            /** @description For a metric whose overage policy is `credits`, after the report: what is left of the included amount plus the balance, less what reservations hold */
+            available?: number;
+            /**
+             * @description A reservation's commit after its hold lapsed (spec §16.5): an ordinary report of its amount, accepted because it fitted
+             * @enum {boolean}
+             */
+            expired?: true;
         };
         UsageBatchEvent: {
             /**
@@ -1273,12 +1289,16 @@ export interface components {
             at_capacity: boolean | null;
             /** @description max(used - limit, 0): present for a metric whose overage policy is `bill` (accepted past its limit, spec §13), absent for `block` (200, 402) */
             overage?: number;
+            /** @description For a metric whose overage policy is `credits` (spec §16.2), after the report: the balance of the grants that count (200, 402) */
+            balance?: number;
+            /** @description For a metric whose overage policy is `credits`, after the report: what is left of the included amount plus the balance, less what reservations hold (200, 402) */
+            available?: number;
             /**
              * @description The error code a single report would get (absent on 200)
              * @example limit_exceeded
              * @enum {string}
              */
-            code?: "validation_failed" | "negative_amount" | "limit_exceeded" | "organisation_not_found" | "idempotency_key_reused";
+            code?: "validation_failed" | "negative_amount" | "limit_exceeded" | "insufficient_credits" | "organisation_not_found" | "idempotency_key_reused";
         };
         UsageBatchResponse: {
             /** @description One per event, in order */

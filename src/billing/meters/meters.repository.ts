@@ -117,7 +117,7 @@ const SUMMARY_SQL = `
   FROM unnest(${SUMMARY.ref.metrics}::text[]) WITH ORDINALITY AS m(metric, n)
   CROSS JOIN licensing.license_state(${SUMMARY.ref.organisation}::uuid, ${SUMMARY.ref.tiers}::jsonb, ${SUMMARY.ref.graceS}::bigint) s
   -- The counter's period, as licensing's usage write keys it: ai_tokens per billing period, other metrics one row.
-  CROSS JOIN LATERAL (SELECT licensing.counter_period(m.metric, s.ai_period) AS period) p
+  CROSS JOIN LATERAL (SELECT licensing.counter_period(${SUMMARY.ref.tiers}::jsonb, m.metric, s.ai_period) AS period) p
   LEFT JOIN meter_windows w
     ON w.organisation_id = ${SUMMARY.ref.organisation}::uuid AND w.metric = m.metric AND w.window_start >= p.period
   GROUP BY m.metric, m.n, p.period
@@ -135,7 +135,7 @@ const PRUNE_SQL = `
     WHERE status = 'delivered' AND window_end < extract(epoch FROM now())::bigint - ${PRUNE.ref.maxAgeS}::bigint
   ),
   due AS (
-    SELECT o.organisation_id, o.metric, licensing.counter_period(o.metric, s.ai_period) AS period
+    SELECT o.organisation_id, o.metric, licensing.counter_period(${PRUNE.ref.tiers}::jsonb, o.metric, s.ai_period) AS period
     FROM old o
     CROSS JOIN LATERAL licensing.license_state(o.organisation_id, ${PRUNE.ref.tiers}::jsonb, ${PRUNE.ref.graceS}::bigint) s
   ),
