@@ -30,7 +30,7 @@ async function statementsOf(work: () => Promise<unknown>): Promise<Statement[]> 
 function literal(client: pg.Client, value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
   if (Buffer.isBuffer(value)) return `'\\x${value.toString('hex')}'`;
-  if (Array.isArray(value)) return client.escapeLiteral(`{${value.map((e) => `"${String(e).replace(/["\\]/g, '\\$&')}"`).join(',')}}`);
+  if (Array.isArray(value)) return client.escapeLiteral(`{${value.map((e) => (e === null ? 'NULL' : `"${String(e).replace(/["\\]/g, '\\$&')}"`)).join(',')}}`);
   if (value instanceof Date) return `'${value.toISOString()}'`;
   if (typeof value === 'object') return client.escapeLiteral(JSON.stringify(value));
   return client.escapeLiteral(String(value));
