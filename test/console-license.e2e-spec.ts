@@ -1,3 +1,4 @@
+import * as pg from 'pg';
 import { consoleCookie } from './support/console';
 import { subscriptionEvent, subscriptionObject } from './support/provider-events';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
@@ -46,5 +47,35 @@ describe('the console’s tier is the license’s', () => {
     expect(/id="license-tier">([a-z_]+)</.exec(page.text)?.[1]).toBe(status.license.tier);
     // Its subscriptions as they are: the team one past due, with the end of its grace.
     expect(page.text).toMatch(/past due since [^<]*, grace until /);
+  });
+  it('the overview reads every organisation’s license in one pass: each subscription once, not the license once per organisation', async () => {
+    const server = t.app.getHttpServer();
+    for (const tier of ['pro', 'team', 'enterprise']) {
+      const org = (await createOrganisation(t, `One pass ${tier}`)).id;
+      const event = subscriptionEvent('created', subscriptionObject({ organisationId: org, tier, status: 'active' }));
+      expect((await deliver(server, { ...event, created: nowS() })).status).toBe(200);
+    }
+    const capture = jest.spyOn(pg.Client.prototype, 'query');
+    let calls: unknown[][];
+    try {
+      await t.http().get('/console').set('Cookie', cookie).expect(200);
+    } finally {
+      calls = [...capture.mock.calls];
+      capture.mockRestore();
+    }
+    const byTier = calls
+      .map(([query, values]) => (typeof query === 'string' ? { text: query, values } : (query as { text: string; values?: unknown[] })))
+      .filter((q) => /\blicensing\./.test(q.text ?? ''));
+    expect(byTier).toHaveLength(1);
+    const [{ 'QUERY PLAN': plan }] = await t.db.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${byTier[0].text}`, byTier[0].values as unknown[]);
+    // Every node that reads the subscriptions, with how many times it ran.
+    const reads: { node: string; loops: number }[] = [];
+    const walk = (node: Record<string, unknown>) => {
+      if (node['Relation Name'] === 'provider_subscriptions') reads.push({ node: String(node['Node Type']), loops: Number(node['Actual Loops']) });
+      for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+    };
+    walk(plan[0].Plan);
+    expect(reads.length).toBeGreaterThan(0);
+    expect(reads.filter((r) => r.loops !== 1)).toEqual([]);
   });
 });

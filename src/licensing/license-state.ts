@@ -1,22 +1,27 @@
 import { DatabaseFunction, RowOf, tableFunction } from '../database/database-function';
 
 /*
- * The license, in one place: the database function `licensing.license_state(org, tiers, grace_s)` (created by
- * migration 1764002000000-ModuleFunctions.ts; a later change is a new migration with CREATE OR REPLACE), which
- * every reader calls by name: the status, entitlements and explain reads, checks, the usage write, member
- * additions, GET /api/me, notifications' license comparison, signed tokens, meters and the console. It is
- * inlined into each calling statement, so a read stays one round trip. `tiers` and `grace_s` are
- * `licenseArguments(config)` (src/config/tiers.ts).
+ * The license, in one place: the database function `licensing.license_state(org, tiers, grace_s)`, which every
+ * reader calls by name: the status, entitlements and explain reads, checks, the usage write, member additions,
+ * GET /api/me, notifications' license comparison, signed tokens and meters. It is inlined into each calling
+ * statement, so a read stays one round trip. `tiers` and `grace_s` are `licenseArguments(config)`
+ * (src/config/tiers.ts). The current text of each function is in the newest migration that creates or replaces
+ * it (1764002213000-LicensesInOnePass.ts for the choice and the license).
  *
  * What it decides (spec §5, §11, §12): the license follows the organisation's best subscription
- * (`licensing.subscription_choice`): the highest tier (table order) among those live now (active, trialing, or
- * past_due within the grace period of when it became past_due: subscriptions.of_organisation); when none is
- * live, the one whose last event is newest, which then shows as not active and, when its paid period ended
- * without renewal, expired. No subscription: free, active, not expired. While a paid license is not active,
- * its plan is the free tier's (`licensing.plan_in_force`). A tier's definition is read in one place,
- * `licensing.tier_plan` (with plan versions, the one function to point at them). A per-seat
+ * (`licensing.subscription_choices`): the highest tier (table order) among those live now (active, trialing, or
+ * past_due within the grace period of when it became past_due: subscriptions.of_every_organisation), then the
+ * newest last event; when none is live, the same order among the others, and the license then shows as not
+ * active and, when its paid period ended without renewal, expired (`licensing.license_from`). No subscription: free, active, not expired. While a paid
+ * license is not active, its plan is the free tier's (`licensing.plan_in_force`). A tier's definition is read in
+ * one place, `licensing.tier_plan` (with plan versions, the one function to point at them). A per-seat
  * tier's `users` limit is the subscription's seats, at most the tier's `max`; the organisation's live
  * overrides replace the plan's values whatever the tier and license state.
+ *
+ * The choice is written once, as a set over every organisation (a window partitioned by organisation); one
+ * organisation's license filters it by the organisation, which PostgreSQL pushes inside the window down to the
+ * subscriptions' index. So a read over many organisations (the console's overview) takes
+ * `licensing.subscribed_licenses` in one pass instead of `license_state` once per organisation, from the same text.
  */
 
 /** The license of an organisation: one row, also for one without subscriptions or one that does not exist. */
@@ -61,6 +66,23 @@ export const SUBSCRIPTION_CHOICE = tableFunction('licensing.subscription_choice'
   not_chosen: 'text',
 } as const);
 
+/** The same for every organisation at once, with its organisation (SUBSCRIPTION_CHOICE is it filtered). */
+export const SUBSCRIPTION_CHOICES = tableFunction('licensing.subscription_choices', 'tiers jsonb, grace_s bigint', {
+  organisation_id: 'uuid',
+  ...SUBSCRIPTION_CHOICE.columns,
+} as const);
+
+/**
+ * The license of every organisation whose license follows one of its subscriptions, in one pass; every other
+ * organisation's is free, active and not expired.
+ */
+export const SUBSCRIBED_LICENSES = tableFunction('licensing.subscribed_licenses', 'tiers jsonb, grace_s bigint', {
+  organisation_id: 'uuid',
+  tier: 'text',
+  is_active: 'boolean',
+  is_expired: 'boolean',
+} as const);
+
 /** Why a subscription other than the chosen one was not chosen. */
 export type NotChosen = 'deleted' | 'no_tier' | 'no_status' | 'incomplete' | 'not_live' | 'lower_tier' | 'older' | 'tie';
 
@@ -68,6 +90,9 @@ export type NotChosen = 'deleted' | 'no_tier' | 'no_status' | 'incomplete' | 'no
 export const LICENSING_FUNCTIONS: DatabaseFunction[] = [
   LICENSE_STATE,
   SUBSCRIPTION_CHOICE,
+  SUBSCRIPTION_CHOICES,
+  SUBSCRIBED_LICENSES,
+  tableFunction('licensing.license_from', 'tier text, status text, in_grace boolean', { tier: 'text', is_active: 'boolean', is_expired: 'boolean' }),
   tableFunction('licensing.tier_plan', 'tiers jsonb, tier_name text', {
     rank: 'integer',
     per_seat: 'boolean',

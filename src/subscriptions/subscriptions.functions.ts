@@ -2,7 +2,8 @@ import { DatabaseFunction, RowOf, tableFunction } from '../database/database-fun
 
 /**
  * Every subscription of an organisation, deleted ones too, as the license and its explanation read them
- * (migration 1764002000000-ModuleFunctions.ts): why it cannot shape a license (`not_candidate`: deleted, no_tier,
+ * (migration 1764002000000-ModuleFunctions.ts; since 1764002213000-LicensesInOnePass.ts, OF_EVERY_ORGANISATION
+ * filtered by the organisation, which PostgreSQL pushes down to the subscriptions' index): why it cannot shape a license (`not_candidate`: deleted, no_tier,
  * no_status or incomplete; null when it can) and its grace (spec §5): while past_due, from `grace_since` (when it
  * became past_due: pastDueSince in subscriptions.service.ts) until `grace_ends_at`, GRACE_PERIOD_DAYS later. The
  * one place the grace period is computed, and the only reader of past_due_since besides this module's own code.
@@ -26,5 +27,11 @@ export const OF_ORGANISATION = tableFunction('subscriptions.of_organisation', 'o
 
 export type OrganisationSubscription = RowOf<typeof OF_ORGANISATION.columns>;
 
+/** The same for every organisation at once (what the license over every organisation reads), with its organisation. */
+export const OF_EVERY_ORGANISATION = tableFunction('subscriptions.of_every_organisation', 'grace_s bigint', {
+  organisation_id: 'uuid',
+  ...OF_ORGANISATION.columns,
+} as const);
+
 /** The database functions subscriptions owns; the test holds them against the database. */
-export const SUBSCRIPTIONS_FUNCTIONS: DatabaseFunction[] = [OF_ORGANISATION];
+export const SUBSCRIPTIONS_FUNCTIONS: DatabaseFunction[] = [OF_ORGANISATION, OF_EVERY_ORGANISATION];
