@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config/app-config';
 import * as openid from 'openid-client';
-import { endSessionUrl, operatorEmail, OidcRefused } from '../src/console/console-oidc.service';
+import { endSessionUrl, operatorEmail } from '../src/console/console-oidc.service';
+import { OidcRefused } from '../src/console/oidc-errors';
 
 const base = () => ({ DATA_DIR: mkdtempSync(join(tmpdir(), 'billing-config-')), PAYPROVIDER_WEBHOOK_SECRET: 'whsec_x' });
 const oidc = {

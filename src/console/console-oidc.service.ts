@@ -4,6 +4,7 @@ import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from '
 import * as oidc from 'openid-client';
 import { AppConfig, ConsoleOidcConfig } from '../config/app-config';
 import { ConsoleAuthService, consoleUrl } from './console-auth.service';
+import { OidcRefused, OidcUnavailable } from './oidc-errors';
 
 /** The browser's handle on a sign-in under way (`<issued-at>.<random>.<MAC>`): HttpOnly, only for /console/oidc, 10 minutes. */
 export const OIDC_COOKIE = 'console_oidc';
@@ -20,19 +21,6 @@ const OIDC_TIMEOUT_S = 10;
 /** Issued-at (Unix seconds), 32 random bytes, and the MAC of both (HMAC-SHA-256), base64url. */
 const HANDLE = /^(\d{1,12}\.[A-Za-z0-9_-]{43})\.([A-Za-z0-9_-]{43})$/;
 const STALE = 'This sign-in is expired, already used, or was started in another browser. Start again.';
-
-/** The OpenID provider cannot be reached (discovery or the token request failed): 503, try again. */
-export class OidcUnavailable extends Error {}
-
-/** Why a callback signs nobody in: shown to the operator as is, with its status (400, or 403 for an account refused). */
-export class OidcRefused extends Error {
-  constructor(
-    message: string,
-    readonly status: 400 | 403 = 400,
-  ) {
-    super(message);
-  }
-}
 
 /** State, nonce and code verifier all follow from the cookie's value, each under a label of its own. */
 const derive = (label: 'state' | 'nonce' | 'verifier', handle: string) => createHash('sha256').update(`console-oidc-${label}:${handle}`).digest('base64url');

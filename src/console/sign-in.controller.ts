@@ -7,10 +7,11 @@ import { Public } from '../common/route-auth.decorators';
 import { consoleAssets } from './console-assets';
 import { CONSOLE_COOKIE, ConsoleAuthService } from './console-auth.service';
 import { ConsoleExceptionFilter } from './console-exception.filter';
-import { ConsoleOidcService, OIDC_COOKIE, OidcRefused, OidcUnavailable } from './console-oidc.service';
+import { ConsoleOidcService, OIDC_COOKIE } from './console-oidc.service';
 import { sendPage } from './console-pages';
 import type { ConsoleRequest } from './console-session.guard';
 import { ConsoleViews } from './console-views';
+import { OidcRefused, OidcUnavailable } from './oidc-errors';
 
 /**
  * What the console serves before sign-in: the sign-in page, the one-time link (GET shows a button, POST

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { validateSync } from 'class-validator';
 import { toErrorBody } from '../common/error.filter';
 import { UsageBatchEvent, UsageBatchResult, UsageReportBody } from './licensing.dto';
-import { checkEvent, LimitExceeded, UsageEvent, UsageOutcome, UsageService } from './usage.service';
+import { LimitExceeded } from './usage-errors';
+import { checkEvent, UsageEvent, UsageOutcome, UsageService } from './usage.service';
 
 /**
  * Bulk usage (spec §13): the well-formed events go through the single report's statement together

@@ -7,6 +7,7 @@ import { AppConfig } from '../config/app-config';
 import { perPeriodMetrics, reportedMetrics } from '../config/tiers';
 import { transaction } from '../database/transaction';
 import { organisationNotFound } from '../identity/identity.service';
+import { KeyTaken, LimitExceeded } from './usage-errors';
 import { AppliedRow, ReservationAnswer, StatementEvent, UsageAnswer, UsageEvent, UsageRepository } from './usage.repository';
 
 export type { ReservationAnswer, UsageAnswer, UsageEvent } from './usage.repository';
@@ -265,17 +266,4 @@ function runsWithoutRepeatedKeys(events: StatementEvent[]): StatementEvent[][] {
     runs[runs.length - 1].push(event);
   }
   return runs;
-}
-
-class KeyTaken extends Error {}
-
-/** A 402: the counter and the limit it was refused against travel with it (a batch result shows them). */
-export class LimitExceeded extends AppException {
-  constructor(
-    code: 'limit_exceeded' | 'insufficient_credits',
-    readonly counter: UsageAnswer,
-    message: string,
-  ) {
-    super(code, message);
-  }
 }
