@@ -300,6 +300,11 @@ describe('operator console in a browser', () => {
   it('keeps the chart at its height, breaks no word at 375 px, and takes full-page screenshots at both widths', async () => {
     if (!browser) return;
     const [{ id: eventId }] = await t.db.query(`SELECT id FROM webhook_events ORDER BY received_at LIMIT 1`);
+    // The widest id a change can show (a notification's, `msg_` and 32 hex digits, its letters the widest ones):
+    // it must keep to one line of a 375 px card.
+    await t.db.query(`INSERT INTO audit_log (actor, action, after) VALUES ('cli:ada', 'notification.retried', $1)`, [
+      { id: `msg_${'d'.repeat(32)}`, requeued: 1 },
+    ]);
     for (const [viewport, suffix, boxHeight] of [[DESKTOP, '', 256], [PHONE, '-phone', 224]] as const) {
       const context = await browser.newContext({ viewport, ...(viewport === PHONE ? { isMobile: true, hasTouch: true } : {}) });
       const { page, problems } = await open(context);

@@ -52,6 +52,14 @@ const helpers = {
     if (at < 0) return esc(text);
     return `<span class="nowrap">${esc(text.slice(0, at + 1))}</span><wbr><span class="nowrap">${esc(text.slice(at + 1))}</span>`;
   },
+  /**
+   * A value of an audited change as HTML, escaped: one long word (an id such as `msg_` and 32 hex digits) is shown as
+   * a copyable id, in the small type that keeps it on one line of a 375 px card.
+   */
+  value(text: string | null): string {
+    if (text === null) return '';
+    return /^\S{20,}$/.test(text) ? `<code class="id">${esc(text)}</code>` : esc(text);
+  },
   /** Who started something, in words: an operator's email, "the CLI", "the schedule" (no ids to look up here). */
   who(actor: string): string {
     return actorText(actor, new Map()).text;

@@ -152,7 +152,7 @@ const organisationRef = String.raw`<% if (it.name) { %><a href="/console/organis
 
 // What an audited change changed: each field before → after (a created thing's fields, a removed one's → —).
 const changes = String.raw`<% if (!it.changes.length) { %><span class="muted">nothing recorded</span><% } else { %><ul class="changes">
-<% for (const c of it.changes) { %>  <li><span class="field"><%= c.field %></span>: <% if (c.before === null) { %><%= c.after %><% } else { %><span class="was"><%= c.before %></span> → <%= c.after === null ? '—' : c.after %><% } %></li>
+<% for (const c of it.changes) { %>  <li><span class="field"><%= c.field %></span>: <% if (c.before === null) { %><%~ it.h.value(c.after) %><% } else { %><span class="was"><%~ it.h.value(c.before) %></span> → <%~ c.after === null ? '—' : it.h.value(c.after) %><% } %></li>
 <% } %></ul><% } %>`;
 
 const eventsTable = String.raw`<% if (!it.rows.length) { %><p>No webhook events<%= it.empty || '' %>.</p><% } else { %>
@@ -188,7 +188,7 @@ const auditTable = String.raw`<% if (!it.rows.length) { %><p>No audit entries.</
   <td data-label="Action"><%= a.action %></td>
 <% if (it.showOrganisation) { %>  <td data-label="Organisation"><% if (a.organisation) { %><%~ include('@organisationRef', a.organisation) %><% } else { %><span class="muted">—</span><% } %></td>
 <% } %>
-  <td data-label="What changed"><%~ include('@changes', { changes: a.changes }) %></td>
+  <td data-label="What changed"><%~ include('@changes', { changes: a.changes, h: it.h }) %></td>
 </tr>
 <% } %>
 </tbody>
@@ -500,7 +500,7 @@ const auditEntry = String.raw`<% layout('@layout') %>
   <dt>Request id</dt><dd><% if (a.requestId) { %><code class="id"><%= a.requestId %></code><% } else { %>—<% } %></dd>
 </dl>
 <h2>What changed</h2>
-<%~ include('@changes', { changes: a.changes }) %>
+<%~ include('@changes', { changes: a.changes, h: it.h }) %>
 <p><a href="/console/audit">The whole audit log</a></p>
 `;
 
