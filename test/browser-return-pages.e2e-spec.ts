@@ -1,6 +1,7 @@
 import { INestApplication } from '@nestjs/common';
 import pino from 'pino';
 import type { Browser, Page } from 'playwright-core';
+import { DataSource } from 'typeorm';
 import { createApp } from '../src/app.factory';
 import { IdentityService } from '../src/identity/identity.service';
 import { SessionService } from '../src/identity/session.service';
@@ -61,7 +62,7 @@ describe('payment pages on a phone', () => {
     const org = await identity.createOrganisation('Phone Ltd');
     const user = await identity.createUser(`phone.${Date.now()}@example.com`);
     await identity.addMember(org.id, user.id, 'owner');
-    const { token } = await app!.get(SessionService).create(user.id, 3600);
+    const { token } = await app!.get(SessionService).create(app!.get(DataSource).manager, user.id, 3600);
     const checkout = await api('POST', '/api/billing/checkout', token, { organisation_id: org.id, tier: 'enterprise' });
 
     const context = await browser.newContext({ viewport: PHONE, isMobile: true, hasTouch: true });

@@ -46,7 +46,7 @@ describe('console pages and actions', () => {
   const identity = () => t.app.get(IdentityService);
 
   it('finds organisations by part of the name, id, external id, member email, customer id and subscription id', async () => {
-    const { record: org } = await identity().provisionOrganisation('Findable Widgets Ltd', `ext-${randomUUID()}`);
+    const { record: org } = await identity().provisionOrganisation(t.db.manager, 'Findable Widgets Ltd', `ext-${randomUUID()}`);
     const user = await identity().createUser(`Finder.${Date.now()}@Example.com`);
     await identity().addMember(org.id, user.id, 'owner');
     const customer = providerId('cus');
@@ -61,7 +61,7 @@ describe('console pages and actions', () => {
   });
 
   it("finds by part of a member's email, says which member matched, and asks for three characters before searching by part", async () => {
-    const { record: org } = await identity().provisionOrganisation('Quiet Holdings');
+    const { record: org } = await identity().provisionOrganisation(t.db.manager, 'Quiet Holdings');
     const tag = randomUUID().slice(0, 8);
     const bob = await identity().createUser(`bob.${tag}@partial.example`);
     await identity().addMember(org.id, bob.id, 'admin');
@@ -127,7 +127,7 @@ describe('console pages and actions', () => {
   });
 
   it('shows one organisation: license, usage, subscriptions, members, events, notifications and audit trail', async () => {
-    const { record: org } = await identity().provisionOrganisation('Detail Ltd');
+    const { record: org } = await identity().provisionOrganisation(t.db.manager, 'Detail Ltd');
     const user = await identity().createUser(`detail.${Date.now()}@example.com`);
     await identity().addMember(org.id, user.id, 'admin');
     const sub = subscriptionObject({ organisationId: org.id, tier: 'pro', quantity: 3 });

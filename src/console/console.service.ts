@@ -116,7 +116,7 @@ export class ConsoleService {
     const organisation = await this.repository.organisation(id);
     if (!organisation) throw new AppException('organisation_not_found', `No organisation with id ${id}.`);
     const [status, entitlements, overrides, explain, detail, events, audit] = await Promise.all([
-      this.licensing.status(id, null),
+      this.licensing.status(this.db.manager, id, null),
       this.entitlements.read(id),
       this.overrides.list(id),
       this.explainer.explain(id, null),

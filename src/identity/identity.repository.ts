@@ -121,27 +121,27 @@ export class IdentityRepository {
     return { id: identifiers[0].id, name };
   }
 
-  async insertOrganisationIfNew(name: string, externalId: string | null, m: EntityManager = this.db.manager): Promise<OrganisationRow | undefined> {
+  async insertOrganisationIfNew(m: EntityManager, name: string, externalId: string | null): Promise<OrganisationRow | undefined> {
     const [row] = await m.query(INSERT_ORGANISATION_SQL, [name, externalId]);
     return row;
   }
 
-  async insertUserIfNew(email: string, externalId: string | null, m: EntityManager = this.db.manager): Promise<UserRow | undefined> {
+  async insertUserIfNew(m: EntityManager, email: string, externalId: string | null): Promise<UserRow | undefined> {
     const [row] = await m.query(INSERT_USER_SQL, [email, externalId]);
     return row;
   }
 
-  async findOrganisation(where: { id: string } | { externalId: string }, m: EntityManager = this.db.manager): Promise<OrganisationRow | undefined> {
+  async findOrganisation(m: EntityManager, where: { id: string } | { externalId: string }): Promise<OrganisationRow | undefined> {
     const row = await m.getRepository(Organisation).findOne({ select: { id: true, name: true, externalId: true }, where });
     return row ?? undefined;
   }
 
-  async findUser(where: { id: string } | { externalId: string }, m: EntityManager = this.db.manager): Promise<UserRow | undefined> {
+  async findUser(m: EntityManager, where: { id: string } | { externalId: string }): Promise<UserRow | undefined> {
     const row = await m.getRepository(User).findOne({ select: { id: true, email: true, externalId: true }, where });
     return row ?? undefined;
   }
 
-  userExists(id: string, m: EntityManager = this.db.manager): Promise<boolean> {
+  userExists(m: EntityManager, id: string): Promise<boolean> {
     return m.getRepository(User).existsBy({ id });
   }
 
@@ -170,7 +170,7 @@ export class IdentityRepository {
     return row;
   }
 
-  async memberCount(organisationId: string, m: EntityManager = this.db.manager): Promise<number> {
+  async memberCount(m: EntityManager, organisationId: string): Promise<number> {
     return m.getRepository(Membership).countBy({ organisationId });
   }
 

@@ -49,7 +49,7 @@ export class IdentityService {
   }
 
   async createUser(email: string): Promise<{ id: string; email: string }> {
-    const { record, created } = await this.provisionUser(email);
+    const { record, created } = await this.provisionUser(this.db.manager, email);
     if (!created) throw emailTaken(email);
     return { id: record.id, email: record.email };
   }
@@ -61,31 +61,31 @@ export class IdentityService {
    * only a new statement sees the winner's row. Both on `m`'s connection: asking the pool for a second one
    * while a transaction holds the first can wait for ever once every connection is held that way.
    */
-  async provisionOrganisation(name: string, externalId?: string, m?: EntityManager): Promise<{ record: OrganisationRecord; created: boolean }> {
-    const row = await this.identity.insertOrganisationIfNew(name, externalId ?? null, m);
+  async provisionOrganisation(m: EntityManager, name: string, externalId?: string): Promise<{ record: OrganisationRecord; created: boolean }> {
+    const row = await this.identity.insertOrganisationIfNew(m, name, externalId ?? null);
     if (row) return { record: organisationRecord(row), created: true };
-    return { record: (await this.findOrganisation({ externalId: externalId! }, m))!, created: false };
+    return { record: organisationRecord((await this.identity.findOrganisation(m, { externalId: externalId! }))!), created: false };
   }
 
   /**
    * As provisionOrganisation, for users. The email is unique too: an email already taken under another
    * external_id (or none) is 409 `email_taken`, never a silent merge of two people.
    */
-  async provisionUser(email: string, externalId?: string, m?: EntityManager): Promise<{ record: UserRecord; created: boolean }> {
-    const row = await this.identity.insertUserIfNew(email, externalId ?? null, m);
+  async provisionUser(m: EntityManager, email: string, externalId?: string): Promise<{ record: UserRecord; created: boolean }> {
+    const row = await this.identity.insertUserIfNew(m, email, externalId ?? null);
     if (row) return { record: userRecord(row), created: true };
-    const existing = externalId === undefined ? undefined : await this.findUser({ externalId }, m);
+    const existing = externalId === undefined ? undefined : await this.identity.findUser(m, { externalId });
     if (!existing) throw emailTaken(email);
-    return { record: existing, created: false };
+    return { record: userRecord(existing), created: false };
   }
 
-  async findOrganisation(by: { id: string } | { externalId: string }, m?: EntityManager): Promise<OrganisationRecord | undefined> {
-    const row = await this.identity.findOrganisation(by, m);
+  async findOrganisation(by: { id: string } | { externalId: string }): Promise<OrganisationRecord | undefined> {
+    const row = await this.identity.findOrganisation(this.db.manager, by);
     return row && organisationRecord(row);
   }
 
-  async findUser(by: { id: string } | { externalId: string }, m?: EntityManager): Promise<UserRecord | undefined> {
-    const row = await this.identity.findUser(by, m);
+  async findUser(by: { id: string } | { externalId: string }): Promise<UserRecord | undefined> {
+    const row = await this.identity.findUser(this.db.manager, by);
     return row && userRecord(row);
   }
 
@@ -98,7 +98,7 @@ export class IdentityService {
   addMember(organisationId: string, userId: string, role: Role, onChange?: MemberChangeHook): Promise<MembershipRecord> {
     return transaction(this.db, async (m) => {
       await this.lockOrganisation(m, organisationId);
-      if (!(await this.identity.userExists(userId, m))) throw new AppException('user_not_found', `No user with id ${userId}.`);
+      if (!(await this.identity.userExists(m, userId))) throw new AppException('user_not_found', `No user with id ${userId}.`);
       const { members, current, owners } = await this.identity.membershipCounts(m, organisationId, userId);
       if (!current) {
         const { limit, tier, isActive, pending } = await this.memberLimits.memberLimit(m, organisationId);
@@ -156,7 +156,7 @@ export class IdentityService {
   /** The organisation's customer record with the payment provider, if it has one. */
   /** The organisation's members (a per-seat plan may not sell fewer seats, spec §11.3, 11.4). */
   memberCount(organisationId: string): Promise<number> {
-    return this.identity.memberCount(organisationId);
+    return this.identity.memberCount(this.db.manager, organisationId);
   }
 
   /**
@@ -165,7 +165,7 @@ export class IdentityService {
    */
   async lockedMemberCount(m: EntityManager, organisationId: string): Promise<number> {
     await this.lockOrganisation(m, organisationId);
-    return this.identity.memberCount(organisationId, m);
+    return this.identity.memberCount(m, organisationId);
   }
 
   customerOf(organisationId: string): Promise<string | null> {
@@ -203,7 +203,7 @@ export class IdentityService {
   }
 
   userExists(userId: string): Promise<boolean> {
-    return this.identity.userExists(userId);
+    return this.identity.userExists(this.db.manager, userId);
   }
 
   /**

@@ -28,7 +28,7 @@ export class ProvisioningService {
 
   createOrganisation(by: AuditActor, name: string, externalId?: string): Promise<{ record: OrganisationRecord; created: boolean }> {
     return transaction(this.db, async (m) => {
-      const result = await this.identity.provisionOrganisation(name, externalId, m);
+      const result = await this.identity.provisionOrganisation(m, name, externalId);
       if (result.created) {
         await this.audit.record(m, by, { action: 'organisation.created', organisationId: result.record.id, after: { ...result.record } });
       }
@@ -38,7 +38,7 @@ export class ProvisioningService {
 
   createUser(by: AuditActor, email: string, externalId?: string): Promise<{ record: UserRecord; created: boolean }> {
     return transaction(this.db, async (m) => {
-      const result = await this.identity.provisionUser(email, externalId, m);
+      const result = await this.identity.provisionUser(m, email, externalId);
       if (result.created) await this.audit.record(m, by, { action: 'user.created', organisationId: null, after: { ...result.record } });
       return result;
     });
@@ -54,7 +54,7 @@ export class ProvisioningService {
 
   createSession(by: AuditActor, userId: string, ttlS: number): Promise<{ token: string; expiresAt: Date }> {
     return transaction(this.db, async (m) => {
-      const { id, token, expiresAt } = await this.sessions.create(userId, ttlS, m);
+      const { id, token, expiresAt } = await this.sessions.create(m, userId, ttlS);
       const after = { session_id: id, user_id: userId, expires_at: expiresAt.toISOString() };
       await this.audit.record(m, by, { action: 'session.created', organisationId: null, after });
       return { token, expiresAt };
@@ -64,7 +64,7 @@ export class ProvisioningService {
   /** One session by its token; the entry names the session's id, never the token. */
   revokeSession(by: AuditActor, token: string): Promise<number> {
     return transaction(this.db, async (m) => {
-      const revoked = await this.sessions.revoke(token, m);
+      const revoked = await this.sessions.revoke(m, token);
       if (!revoked) return 0;
       const after = { session_id: revoked.id, user_id: revoked.userId, revoked: 1 };
       await this.audit.record(m, by, { action: 'sessions.revoked', organisationId: null, after });
@@ -74,7 +74,7 @@ export class ProvisioningService {
 
   revokeSessionsOf(by: AuditActor, userId: string): Promise<number> {
     return transaction(this.db, async (m) => {
-      const revoked = await this.sessions.revokeAllOf(userId, m);
+      const revoked = await this.sessions.revokeAllOf(m, userId);
       if (revoked) await this.audit.record(m, by, { action: 'sessions.revoked', organisationId: null, after: { user_id: userId, revoked } });
       return revoked;
     });

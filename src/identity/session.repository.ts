@@ -30,7 +30,7 @@ const CREATE_SQL = `
 export class SessionRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  async insert(tokenHash: Buffer, userId: string, ttlSeconds: number, m: EntityManager = this.db.manager): Promise<{ id: string; expiresAt: Date }> {
+  async insert(m: EntityManager, tokenHash: Buffer, userId: string, ttlSeconds: number): Promise<{ id: string; expiresAt: Date }> {
     const [row] = await m.query(CREATE_SQL, [tokenHash, userId, ttlSeconds]);
     return row;
   }
@@ -41,7 +41,7 @@ export class SessionRepository {
   }
 
   /** Revokes the live session with this token hash; answers it (its id and user), if there was one. */
-  async revoke(tokenHash: Buffer, m: EntityManager = this.db.manager): Promise<{ id: string; userId: string } | undefined> {
+  async revoke(m: EntityManager, tokenHash: Buffer): Promise<{ id: string; userId: string } | undefined> {
     const { raw } = await m
       .createQueryBuilder()
       .update(LoginSession)
@@ -54,7 +54,7 @@ export class SessionRepository {
   }
 
   /** Revokes every live session of the user; answers how many. */
-  async revokeAllOf(userId: string, m: EntityManager = this.db.manager): Promise<number> {
+  async revokeAllOf(m: EntityManager, userId: string): Promise<number> {
     const { affected } = await m
       .getRepository(LoginSession)
       .update({ userId, revokedAt: IsNull(), expiresAt: Raw((column) => `${column} > now()`) }, { revokedAt: () => 'now()' });

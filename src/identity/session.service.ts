@@ -14,9 +14,9 @@ export class SessionService {
    * Issues a new opaque token (32 random bytes, base64url). Only its hash is stored; the user's dead
    * sessions are pruned in the same statement.
    */
-  async create(userId: string, ttlSeconds: number, m?: EntityManager): Promise<{ id: string; token: string; expiresAt: Date }> {
+  async create(m: EntityManager, userId: string, ttlSeconds: number): Promise<{ id: string; token: string; expiresAt: Date }> {
     const token = randomBytes(32).toString('base64url');
-    const { id, expiresAt } = await this.sessions.insert(hashToken(token), userId, ttlSeconds, m);
+    const { id, expiresAt } = await this.sessions.insert(m, hashToken(token), userId, ttlSeconds);
     return { id, token, expiresAt };
   }
 
@@ -26,12 +26,12 @@ export class SessionService {
   }
 
   /** The live session revoked (its id and user); revoking twice or an unknown token is undefined. */
-  revoke(token: string, m?: EntityManager): Promise<{ id: string; userId: string } | undefined> {
-    return this.sessions.revoke(hashToken(token), m);
+  revoke(m: EntityManager, token: string): Promise<{ id: string; userId: string } | undefined> {
+    return this.sessions.revoke(m, hashToken(token));
   }
 
   /** Revokes every live session of the user; answers how many. */
-  revokeAllOf(userId: string, m?: EntityManager): Promise<number> {
-    return this.sessions.revokeAllOf(userId, m);
+  revokeAllOf(m: EntityManager, userId: string): Promise<number> {
+    return this.sessions.revokeAllOf(m, userId);
   }
 }

@@ -132,7 +132,7 @@ export class LicensingRepository {
    * `userId` null: a service-key caller, for whom the organisation only has to exist; else the user must
    * be a member. Undefined when not.
    */
-  async status(organisationId: string, userId: string | null, m: EntityManager = this.db.manager): Promise<LicenseStatusRow | undefined> {
+  async status(m: EntityManager, organisationId: string, userId: string | null): Promise<LicenseStatusRow | undefined> {
     const values = STATUS.values({ ...{ organisation: organisationId, ...licenseArguments(this.config) }, user: userId });
     const [row] = await preparedQuery<{ status: LicenseStatusRow }>(m, STATUS_SQL, values);
     return row?.status;

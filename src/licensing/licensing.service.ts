@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { EntityManager } from 'typeorm';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { AppException, notAMember, unauthenticated } from '../common/app-exception';
 import { PendingUsersLimits } from '../subscriptions/pending-users-limit';
 import { AppConfig } from '../config/app-config';
@@ -31,6 +32,7 @@ export class LicensingService implements MemberLimitPolicy {
   private readonly metrics: readonly string[];
 
   constructor(
+    @InjectDataSource() private readonly db: DataSource,
     private readonly licenses: LicensingRepository,
     private readonly usage: UsageRepository,
     private readonly pendingLimits: PendingUsersLimits,
@@ -40,8 +42,8 @@ export class LicensingService implements MemberLimitPolicy {
   }
 
   /** `userId` null: a service-key caller (404 for an unknown organisation); else members only (403). */
-  async status(organisationId: string, userId: string | null, manager?: EntityManager): Promise<LicenseStatus> {
-    const row = await this.licenses.status(organisationId, userId, manager);
+  async status(m: EntityManager, organisationId: string, userId: string | null): Promise<LicenseStatus> {
+    const row = await this.licenses.status(m, organisationId, userId);
     if (!row) throw userId ? notAMember() : organisationNotFound(organisationId);
     return this.toStatus(organisationId, row);
   }
@@ -53,7 +55,7 @@ export class LicensingService implements MemberLimitPolicy {
    * like a back-end (404 for an unknown organisation).
    */
   async statusForCaller(organisationId: string, caller: QueryCaller): Promise<LicenseStatus> {
-    if (caller.sessionTokenHash === undefined) return this.status(organisationId, caller.userId ?? null);
+    if (caller.sessionTokenHash === undefined) return this.status(this.db.manager, organisationId, caller.userId ?? null);
     const row = await this.licenses.sessionStatus(organisationId, caller.sessionTokenHash);
     if (!row.authenticated) throw unauthenticated();
     if (!row.member) throw notAMember();
@@ -78,7 +80,7 @@ export class LicensingService implements MemberLimitPolicy {
 
   /** MemberLimitPolicy: identity asks this before it adds a member, under its lock (in `manager`). */
   async memberLimit(manager: EntityManager, organisationId: string): Promise<MemberLimit> {
-    const { license, usage } = await this.status(organisationId, null, manager);
+    const { license, usage } = await this.status(manager, organisationId, null);
     const pending = await this.pendingLimits.of(manager, organisationId);
     return { limit: usage.users.limit, tier: license.tier, isActive: license.is_active, pending };
   }

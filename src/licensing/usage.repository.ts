@@ -447,7 +447,7 @@ export class UsageRepository {
   }
 
   /** Applies the events in order (no two with the same organisation and key); one row per event. */
-  async apply(events: StatementEvent[], m: EntityManager = this.db.manager): Promise<AppliedRow[]> {
+  async apply(m: EntityManager, events: StatementEvent[]): Promise<AppliedRow[]> {
     const field = <K extends string>(e: StatementEvent, key: K) => (key in e ? (e as Record<K, unknown>)[key] : undefined) ?? null;
     const keyed = events.some((e) => field(e, 'idempotencyKey') !== null || 'reservation' in e || 'holdTtlS' in e);
     const arrays = {

@@ -163,10 +163,7 @@ export class UsageService {
     const outcomes = new Array<UsageOutcome>(events.length);
     let pending = events.map((_, i) => i);
     for (let round = 1; pending.length; round++) {
-      const rows = await this.usage.apply(
-        pending.map((i) => events[i]),
-        m,
-      );
+      const rows = await this.usage.apply(m, pending.map((i) => events[i]));
       if (rows.some((r) => r.keyTaken)) throw new KeyTaken();
       const again: number[] = [];
       rows.forEach((row, j) => {

@@ -126,7 +126,7 @@ export class SandboxSubscriptions {
         throw new PaymentProviderError('rejected', 'The subscription is set to cancel at the end of its period; resume it before scheduling a change.', 'from_subscription');
       }
       if (c.sub.scheduleId) {
-        const schedule: SandboxSchedule = { ...(await this.sandbox.findSchedule(c.sub.scheduleId, c.m))!, next: plan };
+        const schedule: SandboxSchedule = { ...(await this.sandbox.findSchedule(c.m, c.sub.scheduleId))!, next: plan };
         await this.sandbox.updateSchedule(c.m, schedule.id, { next: plan });
         await this.emit(c, SCHEDULE_EVENT.updated, scheduleObject(schedule));
         return schedule;
@@ -156,10 +156,10 @@ export class SandboxSubscriptions {
 
   /** Releases an active schedule: the subscription keeps its plan and nothing changes at the period's end. */
   async releaseSchedule(sourceId: string, scheduleId: string, customerId?: string): Promise<ScheduleState> {
-    const found = await this.sandbox.findSchedule(scheduleId);
+    const found = await this.sandbox.findSchedule(this.db.manager, scheduleId);
     if (!found || (customerId && found.customerId !== customerId)) throw new PaymentProviderError('not_found', `No such subscription schedule: '${scheduleId}'`, 'schedule');
     return this.change(sourceId, found.subscriptionId, customerId, async (c) => {
-      const schedule = await this.sandbox.findSchedule(scheduleId, c.m);
+      const schedule = await this.sandbox.findSchedule(c.m, scheduleId);
       if (schedule!.status !== 'active') {
         throw new PaymentProviderError('rejected', `You cannot release a subscription schedule that is currently in the \`${schedule!.status}\` status.`);
       }
@@ -223,7 +223,7 @@ export class SandboxSubscriptions {
       return this.updated(c, before);
     }
     if (c.sub.scheduleId) {
-      const schedule = (await this.sandbox.findSchedule(c.sub.scheduleId, c.m))!;
+      const schedule = (await this.sandbox.findSchedule(c.m, c.sub.scheduleId))!;
       Object.assign(c.sub, schedule.next);
       await this.endSchedule(c, schedule, 'released', true);
     }
@@ -235,7 +235,7 @@ export class SandboxSubscriptions {
 
   /** Ends the subscription (`deleted`), canceling a schedule it had. */
   private async end(c: Change, canceledAt: number): Promise<void> {
-    if (c.sub.scheduleId) await this.endSchedule(c, (await this.sandbox.findSchedule(c.sub.scheduleId, c.m))!, 'canceled');
+    if (c.sub.scheduleId) await this.endSchedule(c, (await this.sandbox.findSchedule(c.m, c.sub.scheduleId))!, 'canceled');
     Object.assign(c.sub, { status: 'canceled', canceledAt, scheduleId: null });
     await this.emit(c, EVENT_TYPES.subscriptionDeleted, subscriptionObject(c.sub));
   }

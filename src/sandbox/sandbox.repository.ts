@@ -20,7 +20,7 @@ export interface PendingEvent {
 
 /**
  * The sandbox provider's tables, through TypeORM's repositories (none of these paths is hot). A method
- * that is part of a state change takes the transaction's EntityManager `m`.
+ * that is part of a state change takes the transaction's EntityManager `m`, first.
  */
 /** Usage reported to one of the sandbox's meters within a period. */
 export interface MeterTotal {
@@ -39,7 +39,7 @@ export class SandboxRepository {
     return checkouts.findOneByOrFail({ id: session.id });
   }
 
-  findCheckout(id: string, m: EntityManager = this.db.manager): Promise<SandboxCheckoutSession | null> {
+  findCheckout(m: EntityManager, id: string): Promise<SandboxCheckoutSession | null> {
     return m.getRepository(SandboxCheckoutSession).findOneBy({ id });
   }
 
@@ -75,7 +75,7 @@ export class SandboxRepository {
     await m.createQueryBuilder().insert().into(SandboxCustomer).values(customer).orIgnore().execute();
   }
 
-  findCustomer(id: string, m: EntityManager = this.db.manager): Promise<SandboxCustomer | null> {
+  findCustomer(m: EntityManager, id: string): Promise<SandboxCustomer | null> {
     return m.getRepository(SandboxCustomer).findOneBy({ id });
   }
 
@@ -134,7 +134,7 @@ export class SandboxRepository {
     await m.getRepository(SandboxSchedule).insert(schedule);
   }
 
-  findSchedule(id: string, m: EntityManager = this.db.manager): Promise<SandboxSchedule | null> {
+  findSchedule(m: EntityManager, id: string): Promise<SandboxSchedule | null> {
     return m.getRepository(SandboxSchedule).findOneBy({ id });
   }
 

@@ -106,7 +106,7 @@ export class SandboxStore {
   }
 
   async findCustomer(id: string): Promise<SandboxCustomer | undefined> {
-    return (await this.sandbox.findCustomer(id)) ?? undefined;
+    return (await this.sandbox.findCustomer(this.db.manager, id)) ?? undefined;
   }
 
   customerExists(id: string): Promise<boolean> {
@@ -114,7 +114,7 @@ export class SandboxStore {
   }
 
   async findCheckout(id: string): Promise<SandboxCheckoutSession | undefined> {
-    return (await this.sandbox.findCheckout(id)) ?? undefined;
+    return (await this.sandbox.findCheckout(this.db.manager, id)) ?? undefined;
   }
 
   /**
@@ -272,7 +272,7 @@ export class SandboxStore {
   }
 
   async findSchedule(id: string): Promise<SandboxSchedule | undefined> {
-    return (await this.sandbox.findSchedule(id)) ?? undefined;
+    return (await this.sandbox.findSchedule(this.db.manager, id)) ?? undefined;
   }
 
   /** The subscription as the provider's API would return it now. */

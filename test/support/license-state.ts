@@ -7,7 +7,7 @@ import { TestApp } from './test-app';
  * organisation has no subscription at all.
  */
 export async function licenseOf(t: TestApp, organisationId: string) {
-  const { license } = await t.app.get(LicensingService).status(organisationId, null);
+  const { license } = await t.app.get(LicensingService).status(t.db.manager, organisationId, null);
   const [subscription] = await t.db.query(
     `SELECT subscription_id, status AS subscription_status, current_period_start, current_period_end, past_due_since,
             last_event_created, last_event_rank, deleted_event_created IS NOT NULL AS deleted

@@ -102,6 +102,6 @@ export async function createUserWithSession(t: TestApp, opts: { org?: string; ro
   const identity = t.app.get(IdentityService);
   const user = await identity.createUser(`user${++userCounter}.${Date.now()}@example.com`);
   if (opts.org) await identity.addMember(opts.org, user.id, opts.role ?? 'member');
-  const { token } = await t.app.get(SessionService).create(user.id, 3600);
+  const { token } = await t.app.get(SessionService).create(t.db.manager, user.id, 3600);
   return { ...user, token, auth: { Authorization: `Bearer ${token}` } };
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
 import { licenseArguments, MeteredMetric } from '../../config/tiers';
 import { namedParams } from '../../database/prepared';
@@ -205,8 +205,8 @@ export class MetersRepository {
   }
 
   /** The flush job due at `runAt`; `replace` moves a waiting one there, `preserve_run_at` keeps its time. */
-  async scheduleFlush(runAt: Date, mode: 'replace' | 'preserve_run_at', m: EntityManager = this.db.manager): Promise<void> {
-    await m.query(SCHEDULE_FLUSH_SQL, [runAt.toISOString(), mode]);
+  async scheduleFlush(runAt: Date, mode: 'replace' | 'preserve_run_at'): Promise<void> {
+    await this.db.query(SCHEDULE_FLUSH_SQL, [runAt.toISOString(), mode]);
   }
 
   /** The window, leased for one attempt when it is pending, due and not under way elsewhere; else undefined. */
