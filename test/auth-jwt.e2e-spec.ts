@@ -154,13 +154,19 @@ describe('JWT access tokens (AUTH_JWT_*)', () => {
       const signed = await t.http().get('/api/licensing/entitlements/token').query({ organisation_id: org.id }).set(bearer(token)).expect(200);
       expect(signed.body.token.split('.')).toHaveLength(3);
       expect((await t.http().get('/api/licensing/explain').query({ organisation_id: org.id }).set(bearer(token)).expect(200)).body.tier).toBe('free');
+      // So do the credits reads (spec §16.2).
+      expect((await t.http().get('/api/licensing/credits').query({ organisation_id: org.id }).set(bearer(token)).expect(200)).body).toEqual({ data: [] });
+      expect((await t.http().get('/api/licensing/credits/ledger').query({ organisation_id: org.id }).set(bearer(token)).expect(200)).body).toEqual({
+        data: [],
+        has_more: false,
+      });
     }
     expect(jwks.hits).toBe(1);
   });
 
   it('memberships and roles come from this service: 403 for a non-member and for a member where owner is needed, as for a session', async () => {
     const outsiderJwt = await sign(rsa, { sub: outsider.externalId });
-    for (const path of ['/api/licensing/entitlements/token', '/api/licensing/explain']) {
+    for (const path of ['/api/licensing/entitlements/token', '/api/licensing/explain', '/api/licensing/credits', '/api/licensing/credits/ledger']) {
       await t.http().get(path).query({ organisation_id: org.id }).set(bearer(outsiderJwt)).expect(403);
     }
     for (const read of [history, status]) {

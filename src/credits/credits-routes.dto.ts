@@ -5,8 +5,8 @@ import { ENTITLEMENT_NAME } from '../config/tiers';
 import { GRANT_CATEGORIES, type GrantCategory } from './credit-grant.entity';
 import { LEDGER_KINDS, type LedgerKind } from './credit-ledger-entry.entity';
 import { AutoRechargeRecord, CreditGrantRecord } from './credits.dto';
+import { MAX_GRANT_AMOUNT, MAX_NOTE_LENGTH } from './credits.service';
 
-export const MAX_GRANT_AMOUNT = 1_000_000_000_000;
 const METRIC_RULE = { message: 'metric must be a metric name (lower-case letters, digits or _)' };
 
 export class OrganisationParams {
@@ -34,32 +34,32 @@ export class GrantBody {
   @Max(MAX_GRANT_AMOUNT)
   amount: number;
 
-  @ApiPropertyOptional({ enum: GRANT_CATEGORIES, default: 'promotional' })
+  @ApiPropertyOptional({ enum: GRANT_CATEGORIES, example: 'promotional', description: 'Default promotional; promotional grants are drawn on before paid ones of the same priority and expiry' })
   @IsOptional()
   @IsIn(GRANT_CATEGORIES)
   category?: GrantCategory;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: 50, description: 'Lower is drawn on first' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, example: 50, description: 'Lower is drawn on first; default 50' })
   @IsOptional()
   @IsInt()
   @Min(1)
   @Max(100)
   priority?: number;
 
-  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: 'From when it counts; default now' })
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', example: '2026-12-01T00:00:00Z', description: 'From when it counts; default now' })
   @IsOptional()
   @IsISO8601({ strict: true, strictSeparator: true }, { message: 'effective_at must be an ISO 8601 date and time' })
   effective_at?: string;
 
-  @ApiPropertyOptional({ type: 'string', format: 'date-time', description: 'After effective_at and now; absent: never' })
+  @ApiPropertyOptional({ type: 'string', format: 'date-time', example: '2027-03-01T00:00:00Z', description: 'After effective_at and now; absent: never' })
   @IsOptional()
   @IsISO8601({ strict: true, strictSeparator: true }, { message: 'expires_at must be an ISO 8601 date and time' })
   expires_at?: string;
 
-  @ApiPropertyOptional({ type: 'string', maxLength: 500, example: 'Sorry for the outage on 3 March' })
+  @ApiPropertyOptional({ type: 'string', maxLength: MAX_NOTE_LENGTH, example: 'Sorry for the outage on 3 March' })
   @IsOptional()
   @IsString()
-  @MaxLength(500)
+  @MaxLength(MAX_NOTE_LENGTH)
   note?: string;
 
   @ApiProperty({ example: 'deal-4711', description: 'The same key again: the same grant (200); with another body: 409 idempotency_conflict' })
@@ -154,7 +154,7 @@ export class ReservationBody {
   @Max(MAX_GRANT_AMOUNT)
   amount: number;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 3600, default: 300, description: 'How long it holds, in seconds' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 3600, example: 300, description: 'How long it holds, in seconds; default 300' })
   @IsOptional()
   @IsInt()
   @Min(1)

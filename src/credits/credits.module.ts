@@ -1,5 +1,9 @@
 import { Module } from '@nestjs/common';
 import { NotificationsModule } from '../notifications/notifications.module';
+import { CreditGrantsController } from './credit-grants.controller';
+import { CreditsAdminService } from './credits-admin.service';
+import { CreditsController } from './credits.controller';
+import { CreditsReadService } from './credits-read.service';
 import { CreditsRepository } from './credits.repository';
 import { CreditsService } from './credits.service';
 
@@ -10,7 +14,8 @@ import { CreditsService } from './credits.service';
  */
 @Module({
   imports: [NotificationsModule],
-  providers: [CreditsRepository, CreditsService],
+  controllers: [CreditsController, CreditGrantsController],
+  providers: [CreditsRepository, CreditsService, CreditsReadService, CreditsAdminService],
   exports: [CreditsService],
 })
 export class CreditsModule {}

@@ -1,7 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import { licenseArguments } from '../config/tiers';
+import { namedParams, preparedQuery } from '../database/prepared';
 import { CreditGrant, GrantCategory, GrantSource } from './credit-grant.entity';
+import { LedgerKind } from './credit-ledger-entry.entity';
 import { RechargeStatus } from './credit-recharge.entity';
 
 /** A grant as stored, with whether it is past its expiry now (the database's clock). */
@@ -62,10 +66,177 @@ const AUTO_RECHARGE_COLUMNS = `
 
 const RECHARGE_COLUMNS = `r.id, r.organisation_id AS "organisationId", r.metric, r.pack, r.status, r.invoice_id AS "invoiceId"`;
 
+/** A grant that counts, as the credits read has it (credits.counting_grants: not voided, not expired). */
+export type CountingGrantRow = Pick<GrantRow, 'id' | 'metric' | 'amount' | 'remaining' | 'category' | 'priority' | 'source' | 'effectiveAt' | 'expiresAt' | 'note' | 'createdAt'>;
+
+/** One credits metric of the credits read (spec §16.2). */
+export interface CreditMetricRow {
+  metric: string;
+  limit: number;
+  used: number;
+  reserved: number;
+  /** In the order they are drawn on. */
+  grants: CountingGrantRow[];
+  autoRecharge: AutoRechargeRow | null;
+}
+
+/** The credits read: the caller's access (as the entitlements read's) and every credits metric in force. */
+export interface CreditsReadRow {
+  authenticated: boolean;
+  allowed: boolean;
+  metrics: CreditMetricRow[];
+}
+
+export interface LedgerRow {
+  id: string;
+  at: Date;
+  metric: string;
+  kind: LedgerKind;
+  amount: number;
+  grantId: string | null;
+  balanceAfter: number;
+  reference: string | null;
+}
+
+/**
+ * The credits read (spec §16.2) in one round trip, for every kind of caller (as the entitlements read: a session
+ * token verified here, a verified user, or a service key with both NULL): the license in force, and for each of
+ * `metrics` (the per-period metrics, in table order) whose policy in force is credits, its included amount, its
+ * holds, its grants that count in their draw order and its automatic top-up.
+ */
+const READ = namedParams('organisation', 'tiers', 'graceS', 'user', 'tokenHash', 'metrics');
+const { organisation: $org, tiers: $tiers } = READ.ref;
+const READ_SQL = `
+  SELECT json_build_object(
+    'authenticated', a.authenticated, 'allowed', a.allowed,
+    'metrics', CASE WHEN a.allowed THEN COALESCE((
+      SELECT json_agg(json_build_object(
+               'metric', m.metric, 'limit', (s.limits ->> m.metric)::bigint,
+               'used', COALESCE((SELECT u.used FROM licensing.period_usage(${$org}::uuid, ${$tiers}::jsonb, s.ai_period) u WHERE u.metric = m.metric), 0),
+               'reserved', (SELECT COALESCE(sum(h.amount), 0) FROM credits.live_holds(${$org}::uuid, m.metric) h),
+               'grants', COALESCE((SELECT json_agg(json_build_object('id', g.id, 'metric', g.metric, 'amount', g.amount, 'remaining', g.remaining,
+                                                                     'category', g.category, 'priority', g.priority, 'source', g.source,
+                                                                     'effectiveAt', g.effective_at, 'expiresAt', g.expires_at, 'note', g.note,
+                                                                     'createdAt', g.created_at) ORDER BY g.draw_order)
+                                   FROM credits.counting_grants(${$org}::uuid) g WHERE g.metric = m.metric), '[]'),
+               'autoRecharge', (SELECT row_to_json(r) FROM (SELECT ${AUTO_RECHARGE_COLUMNS} FROM credit_auto_recharges a
+                                                            WHERE a.organisation_id = ${$org}::uuid AND a.metric = m.metric) r))
+             ORDER BY m.n)
+      FROM unnest(${READ.ref.metrics}::text[]) WITH ORDINALITY AS m(metric, n)
+      WHERE s.overage ->> m.metric = 'credits'), '[]') END) AS credits
+  FROM licensing.license_state(${$org}::uuid, ${$tiers}::jsonb, ${READ.ref.graceS}::bigint) s
+  CROSS JOIN identity.access(${$org}::uuid, ${READ.ref.user}::uuid, ${READ.ref.tokenHash}::bytea) a`;
+
+/**
+ * The ledger read (spec §16.2), newest first, with the caller's access: a page of `lim` entries of the organisation
+ * (of one metric, or all), older than the entry `after` when given.
+ */
+const LEDGER = namedParams('organisation', 'user', 'tokenHash', 'metric', 'after', 'lim');
+const LEDGER_SQL = `
+  SELECT a.authenticated, a.allowed,
+         CASE WHEN a.allowed THEN COALESCE((
+           SELECT json_agg(json_build_object('id', e.id::text, 'at', e.at, 'metric', e.metric, 'kind', e.kind, 'amount', e.amount,
+                                             'grantId', e.grant_id, 'balanceAfter', e.balance_after, 'reference', e.reference) ORDER BY e.id DESC)
+           FROM (SELECT l.* FROM credit_ledger l
+                 WHERE l.organisation_id = ${LEDGER.ref.organisation}::uuid
+                   AND (${LEDGER.ref.metric}::text IS NULL OR l.metric = ${LEDGER.ref.metric}::text)
+                   AND (${LEDGER.ref.after}::bigint IS NULL OR l.id < ${LEDGER.ref.after}::bigint)
+                 ORDER BY l.id DESC LIMIT ${LEDGER.ref.lim}::int) e), '[]') END AS entries
+  FROM identity.access(${LEDGER.ref.organisation}::uuid, ${LEDGER.ref.user}::uuid, ${LEDGER.ref.tokenHash}::bytea) a`;
+
+/** Who reads: a session token to verify (its SHA-256), a verified user, or neither (a service key). */
+export interface ReadCaller {
+  userId?: string;
+  sessionTokenHash?: Buffer;
+}
+
 /** The credit tables (grants, ledger, automatic top-ups and their purchases): every statement on them. */
 @Injectable()
 export class CreditsRepository {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** The credits read of `metrics` (per-period metrics in table order; those whose policy in force is credits answer). */
+  async read(organisationId: string, caller: ReadCaller, metrics: readonly string[]): Promise<CreditsReadRow> {
+    const values = READ.values({
+      organisation: organisationId,
+      ...licenseArguments(this.config),
+      user: caller.userId ?? null,
+      tokenHash: caller.sessionTokenHash ?? null,
+      metrics,
+    });
+    const [row] = await preparedQuery<{ credits: CreditsReadRow }>(this.db, READ_SQL, values);
+    return row.credits;
+  }
+
+  /** A page of the ledger, newest first (`limit` entries), with the caller's access. */
+  async ledger(
+    organisationId: string,
+    caller: ReadCaller,
+    page: { metric: string | null; startingAfter: string | null; limit: number },
+  ): Promise<{ authenticated: boolean; allowed: boolean; entries: LedgerRow[] | null }> {
+    const values = LEDGER.values({
+      organisation: organisationId,
+      user: caller.userId ?? null,
+      tokenHash: caller.sessionTokenHash ?? null,
+      metric: page.metric,
+      after: page.startingAfter,
+      lim: page.limit,
+    });
+    const [row] = await preparedQuery<{ authenticated: boolean; allowed: boolean; entries: LedgerRow[] | null }>(this.db, LEDGER_SQL, values);
+    return row;
+  }
+
+  /** Whether the organisation exists (identity.organisation), in the caller's transaction. */
+  async organisationExists(m: EntityManager, organisationId: string): Promise<boolean> {
+    const [row] = await m.query(`SELECT EXISTS (SELECT 1 FROM identity.organisation($1)) AS found`, [organisationId]);
+    return row.found;
+  }
+
+  /** The grant made for (organisation, source, reference), if any. */
+  async findGrantByReference(m: EntityManager, organisationId: string, source: GrantSource, reference: string): Promise<GrantRow | undefined> {
+    const [row] = await m.query(`SELECT ${GRANT_COLUMNS} FROM credit_grants g WHERE g.organisation_id = $1 AND g.source = $2 AND g.reference = $3`, [
+      organisationId,
+      source,
+      reference,
+    ]);
+    return row;
+  }
+
+  /**
+   * The grant, locked for the rest of the transaction (after any usage write drawing on it commits: its latest
+   * `remaining`); undefined when the organisation has none of that id.
+   */
+  async lockGrant(m: EntityManager, organisationId: string, grantId: string): Promise<GrantRow | undefined> {
+    const [row] = await m.query(`SELECT ${GRANT_COLUMNS} FROM credit_grants g WHERE g.organisation_id = $1 AND g.id = $2 FOR UPDATE`, [
+      organisationId,
+      grantId,
+    ]);
+    return row;
+  }
+
+  /**
+   * Voids a grant locked by lockGrant: `remaining` 0, `voided_at` now, and a ledger entry for what was left (`void`;
+   * `expire` when it was already past its expiry, which the minutely job had not written yet), with the metric's
+   * balance after it. Answers the grant as it is now.
+   */
+  async voidGrant(m: EntityManager, grant: GrantRow, reference: string): Promise<GrantRow> {
+    const [row] = await m.query(
+      `WITH v AS (
+         UPDATE credit_grants g SET remaining = 0, voided_at = now() WHERE g.id = $1 AND g.voided_at IS NULL RETURNING g.*),
+       entry AS (
+         INSERT INTO credit_ledger (organisation_id, metric, kind, amount, grant_id, balance_after, reference)
+         SELECT v.organisation_id, v.metric, CASE WHEN v.expires_at <= now() THEN 'expire' ELSE 'void' END, -$2::bigint, v.id,
+                (SELECT COALESCE(sum(c.remaining), 0) FROM credits.counting_grants(v.organisation_id) c WHERE c.metric = v.metric AND c.id <> v.id),
+                $3
+         FROM v WHERE $2::bigint > 0)
+       SELECT ${GRANT_COLUMNS} FROM v g`,
+      [grant.id, grant.remaining, reference],
+    );
+    return row;
+  }
 
   /** credits.grant: the grant once per (organisation, source, reference), its ledger entry and its notification. */
   async grant(m: EntityManager, g: GrantValues, urls: readonly string[]): Promise<{ grantId: string; created: boolean }> {

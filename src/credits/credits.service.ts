@@ -6,7 +6,7 @@ import { countsPerPeriod, perPeriodMetrics } from '../config/tiers';
 import { NotificationsService } from '../notifications/notifications.service';
 import { GRANT_CATEGORIES, GRANT_SOURCES, GrantCategory, GrantSource } from './credit-grant.entity';
 import { AutoRechargeRecord, CreditGrantRecord } from './credits.dto';
-import { AutoRechargeRow, CreditsRepository, GrantRow, RechargeRow } from './credits.repository';
+import { AutoRechargeRow, CountingGrantRow, CreditsRepository, GrantRow, RechargeRow } from './credits.repository';
 
 /** The largest grant (spec §16.2): 10^12 units. */
 export const MAX_GRANT_AMOUNT = 1_000_000_000_000;
@@ -37,19 +37,24 @@ export type RechargeOutcome =
   | { status: 'paid'; invoiceId: string; amount: number; expiresAt: Date | null }
   | { status: 'failed'; error: string; invoiceId?: string };
 
-/** The grant as the API shows it: `remaining` 0 once voided or expired (expiry needs no job, spec §16.1). */
-export function grantRecord(g: GrantRow): CreditGrantRecord {
+/**
+ * The grant as the API shows it: `remaining` 0 once voided or expired (expiry needs no job, spec §16.1). A grant that
+ * counts (credits.counting_grants) is neither.
+ */
+export function grantRecord(g: CountingGrantRow | GrantRow): CreditGrantRecord {
+  const voidedAt = 'voidedAt' in g ? g.voidedAt : null;
+  const expired = 'expired' in g && g.expired;
   return {
     id: g.id,
     metric: g.metric,
     amount: g.amount,
-    remaining: g.voidedAt !== null || g.expired ? 0 : g.remaining,
+    remaining: voidedAt !== null || expired ? 0 : g.remaining,
     category: g.category,
     priority: g.priority,
     source: g.source,
     effective_at: new Date(g.effectiveAt).toISOString(),
     expires_at: g.expiresAt === null ? null : new Date(g.expiresAt).toISOString(),
-    voided_at: g.voidedAt === null ? null : new Date(g.voidedAt).toISOString(),
+    voided_at: voidedAt === null ? null : new Date(voidedAt).toISOString(),
     note: g.note,
     created_at: new Date(g.createdAt).toISOString(),
   };

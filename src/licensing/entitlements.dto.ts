@@ -1,4 +1,4 @@
-import { ApiProperty, getSchemaPath } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import type { Overage } from '../config/tiers';
 
 /** Where a limit in force comes from (spec §12): the tier, the subscription's seats, or an override. */
@@ -12,6 +12,15 @@ export class LimitEntitlement {
   overage: Overage;
   @ApiProperty({ enum: ['tier', 'seats', 'override'], description: "The limit's origin: the tier, the subscription's seats, or an override (which wins)" })
   source: LimitSource;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'A credits metric only: the remaining of its credit grants that count' })
+  balance?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'A credits metric only: what live reservations hold' })
+  reserved?: number;
+  @ApiPropertyOptional({
+    type: 'integer',
+    description: 'A credits metric only: what is left of the included amount (limit − used, at least 0) + balance − reserved',
+  })
+  available?: number;
 }
 
 export class OverrideRecord {

@@ -64,7 +64,11 @@ export class EntitlementsService {
     const limit = (metric: string): LimitEntitlement => {
       const used = row.used[metric] ?? 0;
       const value = row.limits[metric];
-      return { used, limit: value, at_capacity: used >= value, overage: row.overage[metric], source: row.sources[metric] ?? 'tier' };
+      const entitlement: LimitEntitlement = { used, limit: value, at_capacity: used >= value, overage: row.overage[metric], source: row.sources[metric] ?? 'tier' };
+      const credits = row.credits[metric];
+      if (!credits) return entitlement;
+      const available = Math.max(value - used, 0) + credits.balance - credits.reserved;
+      return { ...entitlement, balance: credits.balance, reserved: credits.reserved, available };
     };
     return {
       organisation_id: organisationId,

@@ -18,7 +18,8 @@ export class ExplainController {
     summary: 'Why an organisation has the license it has (member session or service key)',
     description:
       'The chain that decides the tier and flags, newest first: grace, the subscription chosen and how its tier was resolved, ' +
-      'the events that set it, and why each other subscription was not chosen. For support ("why is Acme on free?").',
+      'the events that set it, and why each other subscription was not chosen; and the credit grants that count, in the order they are ' +
+      'drawn on. For support ("why is Acme on free?").',
   })
   @ApiExtraModels(...EXPLAIN_STEPS)
   @ApiOkResponse({ type: ExplainResponse })

@@ -73,6 +73,20 @@ export const EXPLAIN_STEPS = [ExplainOverrideStep, ExplainSubscriptionStep, Expl
 
 export type ExplainStep = ExplainOverrideStep | ExplainSubscriptionStep | ExplainEventStep | ExplainGraceStep | ExplainNoSubscriptionStep | ExplainNotChosenStep;
 
+/** A credit grant that counts (spec §16.1, §16.2), as explain lists it: what usage past the included amount draws on. */
+export class ExplainGrant {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ example: 'ai_tokens' }) metric: string;
+  @ApiProperty({ type: 'integer', minimum: 1 }) amount: number;
+  @ApiProperty({ type: 'integer', minimum: 1, description: 'What is left to draw on' }) remaining: number;
+  @ApiProperty({ enum: ['promotional', 'paid'] }) category: 'promotional' | 'paid';
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: 100, description: 'Lower is drawn on first' }) priority: number;
+  @ApiProperty({ enum: ['admin', 'top_up', 'auto_recharge', 'rollover'] }) source: 'admin' | 'top_up' | 'auto_recharge' | 'rollover';
+  @ApiProperty({ type: 'string', format: 'date-time' }) effective_at: string;
+  @ApiProperty({ type: 'string', format: 'date-time', nullable: true, description: 'null: never' }) expires_at: string | null;
+  @ApiProperty({ type: 'string', nullable: true }) note: string | null;
+}
+
 export class ExplainResponse {
   @ApiProperty({ example: 'pro' }) tier: string;
   @ApiProperty() is_active: boolean;
@@ -99,4 +113,10 @@ export class ExplainResponse {
       'with the reason it was not chosen (or no_subscription when none shapes the license)',
   })
   because: ExplainStep[];
+  @ApiProperty({
+    type: [ExplainGrant],
+    description:
+      "The credit grants that count now (effective, not expired, not voided, something left) for each metric whose policy in force is credits, by metric, in the order they are drawn on",
+  })
+  grants: ExplainGrant[];
 }

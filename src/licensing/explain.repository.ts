@@ -32,6 +32,8 @@ export interface ExplainRow {
   grace: { since: number | null; endsAt: number | null; inGrace: boolean } | null;
   /** The live overrides (the license state's own `overrides`), newest first. */
   overrides: { name: string; value: boolean | number; expires_at: string | null; note: string | null; created_at: string }[];
+  /** The credit grants that count, of the metrics whose policy in force is credits, by metric in their draw order. */
+  grants: { id: string; metric: string; amount: number; remaining: number; category: string; priority: number; source: string; effective_at: string; expires_at: string | null; note: string | null }[];
   /** The chosen one's newest events in the ledger, newest first. */
   events: { id: string; type: string; created: number; status: string; reason: string | null }[];
   /** Every other subscription, newest last event first, with why it was not chosen. */
@@ -42,7 +44,8 @@ const EXPLAIN = namedParams('organisation', 'tiers', 'graceS', 'user');
 const { organisation: $org, tiers: $tiers, graceS: $grace, user: $user } = EXPLAIN.ref;
 
 // The license and its choice of subscription (licensing.subscription_choice, the same rule license_state follows),
-// with the ledger's events of the chosen one (webhook.subscription_events).
+// with the ledger's events of the chosen one (webhook.subscription_events) and the credit grants that count
+// (credits.counting_grants).
 const EXPLAIN_SQL = `
   WITH choice AS (SELECT * FROM licensing.subscription_choice(${$org}::uuid, ${$tiers}::jsonb, ${$grace}::bigint))
   SELECT json_build_object(
@@ -63,7 +66,12 @@ const EXPLAIN_SQL = `
                                                           'status', c.status, 'lastEventCreated', c.last_event_created,
                                                           'reason', c.not_chosen)
                                  ORDER BY c.last_event_created DESC NULLS LAST, c.subscription_id)
-                        FROM choice c WHERE NOT c.chosen), '[]')
+                        FROM choice c WHERE NOT c.chosen), '[]'),
+    'grants', COALESCE((SELECT json_agg(json_build_object('id', g.id, 'metric', g.metric, 'amount', g.amount, 'remaining', g.remaining,
+                                                          'category', g.category, 'priority', g.priority, 'source', g.source,
+                                                          'effective_at', g.effective_at, 'expires_at', g.expires_at, 'note', g.note)
+                                 ORDER BY g.metric, g.draw_order)
+                        FROM credits.counting_grants(${$org}::uuid) g WHERE l.overage ->> g.metric = 'credits'), '[]')
   ) AS explain
   FROM licensing.license_state(${$org}::uuid, ${$tiers}::jsonb, ${$grace}::bigint) l
   CROSS JOIN identity.access(${$org}::uuid, ${$user}::uuid, NULL) a`;

@@ -3,7 +3,7 @@ import { notAMember } from '../common/app-exception';
 import { organisationNotFound } from '../identity/identity.service';
 import { TierSource } from '../subscriptions/tier-resolution';
 import { LedgerStatus } from '../provider/provider-event';
-import { ExplainResponse, ExplainStep } from './explain.dto';
+import { ExplainGrant, ExplainResponse, ExplainStep } from './explain.dto';
 import { ExplainRepository, ExplainRow } from './explain.repository';
 import { overrideRecord } from './entitlements.service';
 
@@ -16,8 +16,14 @@ export class ExplainService {
   async explain(organisationId: string, userId: string | null): Promise<ExplainResponse> {
     const row = await this.repository.explain(organisationId, userId);
     if (!row.allowed) throw userId ? notAMember() : organisationNotFound(organisationId);
-    return { tier: row.tier, is_active: row.isActive, is_expired: row.isExpired, because: steps(row) };
+    return { tier: row.tier, is_active: row.isActive, is_expired: row.isExpired, because: steps(row), grants: row.grants.map(grant) };
   }
+}
+
+const iso = (at: string | null) => (at === null ? null : new Date(at).toISOString());
+
+function grant(g: ExplainRow['grants'][number]): ExplainGrant {
+  return { ...g, category: g.category as ExplainGrant['category'], source: g.source as ExplainGrant['source'], effective_at: iso(g.effective_at)!, expires_at: iso(g.expires_at) };
 }
 
 /** The row as the chain of steps, newest first (see ExplainResponse.because). */

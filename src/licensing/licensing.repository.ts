@@ -76,7 +76,10 @@ const SESSION_STATUS_SQL = asOneJsonColumn(`
   FROM ${license(SESSION_STATUS.ref)}
   CROSS JOIN identity.access(${SESSION_STATUS.ref.organisation}::uuid, NULL, ${SESSION_STATUS.ref.tokenHash}::bytea) a`);
 
-/** The entitlements read (spec §12): the license state, every count, the version and the live overrides. */
+/**
+ * The entitlements read (spec §12, §16.2): the license state, every count, the version, the live overrides, and
+ * each credits metric's balance and holds (credits.counting_grants, credits.live_holds).
+ */
 export interface EntitlementsRow {
   tier: string;
   isActive: boolean;
@@ -91,6 +94,8 @@ export interface EntitlementsRow {
   sources: Record<string, 'seats' | 'override'>;
   /** Metric → its count in the current period (`users`: the memberships; a metric never reported: absent). */
   used: Record<string, number>;
+  /** A credits metric (spec §16.2) → the balance of its grants that count and what live reservations hold. */
+  credits: Record<string, { balance: number; reserved: number }>;
   overrides: { name: string; value: boolean | number; expires_at: string | null; note: string | null; created_at: string }[];
   /** The caller: a session token that matched a live session (true when the caller is not a session token). */
   authenticated: boolean;
@@ -109,10 +114,12 @@ const ENTITLEMENTS_SQL = asOneJsonColumn(`
   SELECT s.tier, s.is_active AS "isActive", s.is_expired AS "isExpired", s.tier_known AS "tierKnown",
          s.limits, s.features, s.overage, s.sources, s.seats,
          (SELECT version FROM notifications.version(${$eOrg}::uuid)) AS version,
-         COALESCE((SELECT jsonb_object_agg(c.metric, c.used) FROM usage_counters c
-                   WHERE c.organisation_id = ${$eOrg}::uuid
-                     AND c.period_start = licensing.counter_period(${ENTITLEMENTS.ref.tiers}::jsonb, c.metric, s.ai_period)), '{}')
+         COALESCE((SELECT jsonb_object_agg(c.metric, c.used) FROM licensing.period_usage(${$eOrg}::uuid, ${ENTITLEMENTS.ref.tiers}::jsonb, s.ai_period) c), '{}')
            || jsonb_build_object('users', (SELECT count(*) FROM identity.members(${$eOrg}::uuid))) AS used,
+         COALESCE((SELECT jsonb_object_agg(o.key, jsonb_build_object(
+                            'balance', (SELECT COALESCE(sum(g.remaining), 0) FROM credits.counting_grants(${$eOrg}::uuid) g WHERE g.metric = o.key),
+                            'reserved', (SELECT COALESCE(sum(h.amount), 0) FROM credits.live_holds(${$eOrg}::uuid, o.key) h)))
+                   FROM jsonb_each_text(s.overage) o WHERE o.value = 'credits'), '{}') AS credits,
          COALESCE((SELECT json_agg(json_build_object('name', o.name, 'value', o.value, 'expires_at', o.expires_at,
                                                      'note', o.note, 'created_at', o.created_at) ORDER BY o.name)
                    FROM licensing.live_overrides(${$eOrg}::uuid) o), '[]') AS overrides,

@@ -2,3 +2,4 @@
 // Grouped so that the app's modules load once for all of them (see jest.config.js).
 import '../credits-grants.e2e-spec';
 import '../credits-usage.e2e-spec';
+import '../credits-routes.e2e-spec';

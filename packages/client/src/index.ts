@@ -135,6 +135,18 @@ export function createClient(options: ClientOptions) {
      * subscription chosen and how its tier was resolved, its events, and why each other one was not chosen.
      */
     explain: (organisationId: string) => call(api.GET('/api/licensing/explain', { params: { query: { organisation_id: organisationId } } })),
+    /**
+     * `GET /api/licensing/credits` (member, JWT or service key): each credits metric of the tier in force with its
+     * included amount, `balance`, `reserved`, `available` (included left + balance − reserved) and the grants that
+     * count, in the order reports draw on them.
+     */
+    credits: (organisationId: string) => call(api.GET('/api/licensing/credits', { params: { query: { organisation_id: organisationId } } })),
+    /**
+     * `GET /api/licensing/credits/ledger` (member, JWT or service key): every movement of the organisation's grants,
+     * newest first, `limit` (1–100, default 20) at a time; pass the last `id` as `starting_after` for the next page.
+     */
+    creditLedger: (query: paths['/api/licensing/credits/ledger']['get']['parameters']['query']) =>
+      call(api.GET('/api/licensing/credits/ledger', { params: { query } })),
     /** `GET /api/billing/session`: what a completed checkout bought. */
     checkoutSession: (sessionId: string) => call(api.GET('/api/billing/session', { params: { query: { session_id: sessionId } } })),
     /** `POST /api/billing/checkout` (owner or admin): a provider checkout to redirect the buyer to. */
@@ -207,6 +219,18 @@ export function createClient(options: ClientOptions) {
         /** `DELETE …/overrides/{name}` (none: 404 `override_not_found`). */
         delete: (organisationId: string, name: Entitlement) =>
           call(api.DELETE('/api/admin/organisations/{id}/overrides/{name}', { params: { path: { id: organisationId, name } } })),
+      },
+      /** Credit grants an operator gives (a deal, an apology) and voids; each change is audited. */
+      credits: {
+        /**
+         * `POST …/credits/grants`: a grant of `amount` units of a per-period metric; the same `idempotency_key` again
+         * answers the same grant, with another body 409 `idempotency_conflict`.
+         */
+        grant: (organisationId: string, body: Body<'/api/admin/organisations/{id}/credits/grants', 'post'>) =>
+          call(api.POST('/api/admin/organisations/{id}/credits/grants', { params: { path: { id: organisationId } }, body })),
+        /** `POST …/credits/grants/{grant_id}/void`: what is left written off, `remaining` 0 (again: the same answer). */
+        void: (organisationId: string, grantId: string) =>
+          call(api.POST('/api/admin/organisations/{id}/credits/grants/{grant_id}/void', { params: { path: { id: organisationId, grant_id: grantId } } })),
       },
       /** `POST /api/admin/sessions`: a session token for a user of the web app. */
       createSession: (body: Body<'/api/admin/sessions', 'post'>) => call(api.POST('/api/admin/sessions', { body })),

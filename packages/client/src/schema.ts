@@ -297,7 +297,7 @@ export interface paths {
         };
         /**
          * Why an organisation has the license it has (member session or service key)
-         * @description The chain that decides the tier and flags, newest first: grace, the subscription chosen and how its tier was resolved, the events that set it, and why each other subscription was not chosen. For support ("why is Acme on free?").
+         * @description The chain that decides the tier and flags, newest first: grace, the subscription chosen and how its tier was resolved, the events that set it, and why each other subscription was not chosen; and the credit grants that count, in the order they are drawn on. For support ("why is Acme on free?").
          */
         get: operations["ExplainController_explain"];
         put?: never;
@@ -377,6 +377,83 @@ export interface paths {
         get: operations["WellKnownController_jwks"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/licensing/credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An organisation's credits metrics: the included amount, balance, reserved, available and the grants that count (member, trusted JWT or service key)
+         * @description One entry per metric whose policy in the tier in force is credits, in table order (none: an empty list). available = what is left of the included amount + balance − reserved. The grants are those that count now (effective, not expired, not voided, something left), in the order reports draw on them.
+         */
+        get: operations["CreditsController_credits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/licensing/credits/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An organisation's credit ledger, newest first, a page at a time (member, trusted JWT or service key)
+         * @description Every movement of its grants: grant (+), consume, expire and void (−), and release (+: a reservation's hold given back, no grant). For every grant, its amount minus its consume, expire and void entries is its remaining. Pass the last id as starting_after for the next page.
+         */
+        get: operations["CreditsController_ledger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/organisations/{id}/credits/grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give an organisation a credit grant (201); the same idempotency_key again answers it (200)
+         * @description For a metric counted per billing period (else 400 invalid_credit_metric), on any tier: it counts where the tier in force gives the metric the credits policy. The same idempotency_key with another body → 409 idempotency_conflict.
+         */
+        post: operations["CreditGrantsController_grant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/organisations/{id}/credits/grants/{grant_id}/void": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Void a grant: what is left is written off (a void ledger entry), remaining 0; a voided grant again: 200, unchanged */
+        post: operations["CreditGrantsController_void"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1108,6 +1185,12 @@ export interface components {
              * @enum {string}
              */
             source: "tier" | "seats" | "override";
+            /** @description A credits metric only: the remaining of its credit grants that count */
+            balance?: number;
+            /** @description A credits metric only: what live reservations hold */
+            reserved?: number;
+            /** @description A credits metric only: what is left of the included amount (limit − used, at least 0) + balance − reserved */
+            available?: number;
         };
         OverrideRecord: {
             /**
@@ -1423,6 +1506,32 @@ export interface components {
              */
             reason: "deleted" | "no_tier" | "no_status" | "incomplete" | "not_live" | "lower_tier" | "older" | "tie";
         };
+        ExplainGrant: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            amount: number;
+            /** @description What is left to draw on */
+            remaining: number;
+            /** @enum {string} */
+            category: "promotional" | "paid";
+            /** @description Lower is drawn on first */
+            priority: number;
+            /** @enum {string} */
+            source: "admin" | "top_up" | "auto_recharge" | "rollover";
+            /** Format: date-time */
+            effective_at: string;
+            /**
+             * Format: date-time
+             * @description null: never
+             */
+            expires_at: string | null;
+            note: string | null;
+        };
         ExplainResponse: {
             /**
              * @example pro
@@ -1433,6 +1542,8 @@ export interface components {
             is_expired: boolean;
             /** @description What decides the license, newest first: the overrides in force (newest first), the grace period (when the chosen subscription is past_due), the subscription chosen and how its tier was resolved, its newest 20 events in the ledger (newest first), then every other subscription with the reason it was not chosen (or no_subscription when none shapes the license) */
             because: (components["schemas"]["ExplainOverrideStep"] | components["schemas"]["ExplainSubscriptionStep"] | components["schemas"]["ExplainEventStep"] | components["schemas"]["ExplainGraceStep"] | components["schemas"]["ExplainNoSubscriptionStep"] | components["schemas"]["ExplainNotChosenStep"])[];
+            /** @description The credit grants that count now (effective, not expired, not voided, something left) for each metric whose policy in force is credits, by metric, in the order they are drawn on */
+            grants: components["schemas"]["ExplainGrant"][];
         };
         PutOverrideBody: {
             /**
@@ -1515,6 +1626,174 @@ export interface components {
         JsonWebKeySet: {
             /** @description The signing key first, then the keys being rotated out */
             keys: components["schemas"]["PublicJwk"][];
+        };
+        IncludedAmount: {
+            /** @description The included amount of the period (the limit in force) */
+            limit: number;
+            /** @description What of it is used */
+            used: number;
+            remaining: number;
+        };
+        CreditGrantRecord: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /** @example 500000 */
+            amount: number;
+            /**
+             * @description What is left to draw on; 0 once voided or past expires_at (the expiry needs no job: its ledger entry follows within a minute)
+             * @example 320000
+             */
+            remaining: number;
+            /**
+             * @description promotional grants are drawn on before paid ones of the same priority and expiry
+             * @enum {string}
+             */
+            category: "promotional" | "paid";
+            /**
+             * @description Lower is drawn on first
+             * @example 50
+             */
+            priority: number;
+            /** @enum {string} */
+            source: "admin" | "top_up" | "auto_recharge" | "rollover";
+            /**
+             * Format: date-time
+             * @description From when it counts
+             */
+            effective_at: string;
+            /**
+             * Format: date-time
+             * @description From when it no longer counts; null: never
+             */
+            expires_at: string | null;
+            /** Format: date-time */
+            voided_at: string | null;
+            note: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        AutoRechargeRecord: {
+            /**
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /**
+             * @description The credit pack bought each time
+             * @example tokens_1m
+             */
+            pack: string;
+            /** @description A report leaving `available` below this buys a pack */
+            threshold: number;
+            /** @description The most packs bought so in a calendar month (UTC) */
+            monthly_limit: number;
+            /** @description false after a declined payment, until the setting is saved again */
+            enabled: boolean;
+            /** @description Packs bought (or being bought) so this calendar month (UTC) */
+            recharges_this_month: number;
+            /** @description Why the last one failed (the provider's message) */
+            last_error: string | null;
+        };
+        CreditMetric: {
+            /**
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /** @enum {string} */
+            policy: "credits";
+            included: components["schemas"]["IncludedAmount"];
+            /** @description The remaining of the grants that count */
+            balance: number;
+            /** @description What live reservations hold */
+            reserved: number;
+            /** @description included.remaining + balance − reserved: what the next reports may take */
+            available: number;
+            /** @description The grants that count (with something left), in the order they are drawn on */
+            grants: components["schemas"]["CreditGrantRecord"][];
+            auto_recharge: components["schemas"]["AutoRechargeRecord"] | null;
+        };
+        CreditsResponse: {
+            /** @description Every metric whose policy is credits in the tier in force, in table order */
+            data: components["schemas"]["CreditMetric"][];
+        };
+        LedgerEntryRecord: {
+            /**
+             * @description Increasing; the cursor of starting_after
+             * @example 1042
+             */
+            id: string;
+            /** Format: date-time */
+            at: string;
+            /**
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /** @enum {string} */
+            kind: "grant" | "consume" | "expire" | "void" | "release";
+            /** @description Signed: a grant (and a release) +, a consumption, expiry or void − */
+            amount: number;
+            /**
+             * Format: uuid
+             * @description The grant it moved (null: a release)
+             */
+            grant_id: string | null;
+            /** @description The metric's balance after it */
+            balance_after: number;
+            /** @description The usage report's idempotency key, the reservation, the checkout session, the invoice, the period, or the operator */
+            reference: string | null;
+        };
+        LedgerPage: {
+            /** @description Newest first */
+            data: components["schemas"]["LedgerEntryRecord"][];
+            /** @description More entries follow: pass the last id as starting_after */
+            has_more: boolean;
+        };
+        GrantBody: {
+            /**
+             * @description A metric counted per billing period (else 400 invalid_credit_metric)
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /** @example 500000 */
+            amount: number;
+            /**
+             * @description Default promotional; promotional grants are drawn on before paid ones of the same priority and expiry
+             * @example promotional
+             * @enum {string}
+             */
+            category?: "promotional" | "paid";
+            /**
+             * @description Lower is drawn on first; default 50
+             * @example 50
+             */
+            priority?: number;
+            /**
+             * Format: date-time
+             * @description From when it counts; default now
+             * @example 2026-12-01T00:00:00Z
+             */
+            effective_at?: string;
+            /**
+             * Format: date-time
+             * @description After effective_at and now; absent: never
+             * @example 2027-03-01T00:00:00Z
+             */
+            expires_at?: string;
+            /** @example Sorry for the outage on 3 March */
+            note?: string;
+            /**
+             * @description The same key again: the same grant (200); with another body: 409 idempotency_conflict
+             * @example deal-4711
+             */
+            idempotency_key: string;
         };
         PlanPriceDto: {
             /**
@@ -4652,6 +4931,429 @@ export interface operations {
                 };
             };
             500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    CreditsController_credits: {
+        parameters: {
+            query: {
+                organisation_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditsResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    CreditsController_ledger: {
+        parameters: {
+            query: {
+                organisation_id: string;
+                /** @description Only this metric's entries */
+                metric?: "projects" | "ai_tokens" | "users";
+                limit?: number;
+                /** @description The id of the last entry of the previous page */
+                starting_after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LedgerPage"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    CreditGrantsController_grant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GrantBody"];
+            };
+        };
+        responses: {
+            /** @description The grant this idempotency_key made before */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditGrantRecord"];
+                };
+            };
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditGrantRecord"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    CreditGrantsController_void: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                grant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditGrantRecord"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

@@ -5,6 +5,7 @@ import { FakeProvider } from '../../../test/support/fake-provider';
 import { newNotifySecret } from '../../../test/support/notification-receiver';
 import { startSubscriptionApp, startSubscriptionDouble, subscribed } from '../../../test/support/subscribed';
 import { packsTiersFile } from '../../../test/support/credit-packs';
+import { creditsTiersFile } from '../../../test/support/credits';
 import { startTestApp, TestApp } from '../../../test/support/test-app';
 import { waitFor } from '../../../test/support/wait-for';
 
@@ -168,7 +169,7 @@ describe('packages/client against the service', () => {
   it('explains a license, typed: a free organisation has no subscription', async () => {
     const { backEnd, organisation, user } = await provision('client_explain');
     const explained = await backEnd.explain(organisation.id);
-    expect(explained).toEqual({ tier: 'free', is_active: true, is_expired: false, because: [{ kind: 'no_subscription', reason: expect.any(String) }] });
+    expect(explained).toEqual({ tier: 'free', is_active: true, is_expired: false, because: [{ kind: 'no_subscription', reason: expect.any(String) }], grants: [] });
     const step = explained.because[0];
     // The steps are a union by `kind`: narrowing on it types the rest.
     expect(step.kind === 'no_subscription' ? step.reason : undefined).toMatch(/no subscription/);
@@ -248,5 +249,46 @@ describe('packages/client: credit packs', () => {
 
     const refused = await user.buyCredits({ organisation_id: organisation.id, pack: 'nope' }).catch((err: unknown) => err);
     expect(isServiceError(refused, 'invalid_pack') && refused.status).toBe(400);
+  });
+});
+
+/** Credits through the client (spec §16.2): the operator grants and voids, members read balances and the ledger. */
+describe('packages/client: credits', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { SERVICE_API_KEYS: KEY, TIERS_FILE: creditsTiersFile() } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('grants, reads the balance and the ledger, voids, and throws the typed codes', async () => {
+    const backEnd = createClient({ baseUrl: t.baseUrl, serviceKey: KEY });
+    const organisation = await backEnd.admin.createOrganisation({ name: 'Credits buyer', external_id: 'client_credits' });
+    const owner = await backEnd.admin.createUser({ email: 'client_credits@example.com' });
+    await backEnd.admin.putMember(organisation.id, owner.id, { role: 'owner' });
+    const user = createClient({ baseUrl: t.baseUrl, session: (await backEnd.admin.createSession({ user_id: owner.id })).token });
+
+    const grant = await backEnd.admin.credits.grant(organisation.id, { metric: 'ai_tokens', amount: 500, idempotency_key: 'welcome', note: 'Welcome' });
+    expect(grant).toMatchObject({ metric: 'ai_tokens', amount: 500, remaining: 500, category: 'promotional', source: 'admin', note: 'Welcome' });
+    expect(await backEnd.admin.credits.grant(organisation.id, { metric: 'ai_tokens', amount: 500, idempotency_key: 'welcome', note: 'Welcome' })).toEqual(grant);
+    const conflict = await backEnd.admin.credits.grant(organisation.id, { metric: 'ai_tokens', amount: 5, idempotency_key: 'welcome' }).catch((err: unknown) => err);
+    expect(isServiceError(conflict, 'idempotency_conflict') && conflict.status).toBe(409);
+
+    await backEnd.reportUsage({ organisation_id: organisation.id, metric: 'ai_tokens', amount: 150 });
+    const { data } = await user.credits(organisation.id);
+    expect(data.map((m) => [m.metric, m.included.remaining, m.balance, m.available, m.grants.length])).toEqual([
+      ['ai_tokens', 0, 450, 450, 1],
+      ['gpu_s', 10, 0, 10, 0],
+    ]);
+    const ledger = await user.creditLedger({ organisation_id: organisation.id, metric: 'ai_tokens', limit: 1 });
+    expect(ledger.has_more).toBe(true);
+    expect(ledger.data.map((e) => [e.kind, e.amount, e.balance_after])).toEqual([['consume', -50, 450]]);
+
+    expect(await backEnd.admin.credits.void(organisation.id, grant.id)).toMatchObject({ id: grant.id, remaining: 0 });
+    expect((await user.credits(organisation.id)).data[0].balance).toBe(0);
+    const refused = await backEnd.admin.credits.grant(organisation.id, { metric: 'projects', amount: 5, idempotency_key: 'x' }).catch((err: unknown) => err);
+    expect(isServiceError(refused, 'invalid_credit_metric') && refused.status).toBe(400);
   });
 });
