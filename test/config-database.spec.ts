@@ -17,6 +17,7 @@ describe('database, migration and request settings', () => {
     expect(config).toMatchObject({
       databaseUrl: DIRECT,
       databaseDirectUrl: undefined,
+      databaseThroughPooler: false,
       databaseStatementTimeoutMs: 5000,
       databaseQueryTimeoutMs: 6000,
       databaseNamedStatements: true,
@@ -26,6 +27,8 @@ describe('database, migration and request settings', () => {
   });
 
   it('a DATABASE_DIRECT_URL other than DATABASE_URL means a pooler: statements unnamed unless said otherwise', () => {
+    expect(loadConfig(base({ DATABASE_URL: POOLED, DATABASE_DIRECT_URL: DIRECT })).databaseThroughPooler).toBe(true);
+    expect(loadConfig(base({ DATABASE_URL: DIRECT, DATABASE_DIRECT_URL: DIRECT })).databaseThroughPooler).toBe(false);
     expect(loadConfig(base({ DATABASE_URL: POOLED, DATABASE_DIRECT_URL: DIRECT })).databaseNamedStatements).toBe(false);
     expect(loadConfig(base({ DATABASE_URL: DIRECT, DATABASE_DIRECT_URL: DIRECT })).databaseNamedStatements).toBe(true);
     const keeps = loadConfig(base({ DATABASE_URL: POOLED, DATABASE_DIRECT_URL: DIRECT, DATABASE_NAMED_STATEMENTS: 'true' }));

@@ -101,6 +101,7 @@ describe('loadConfig', () => {
         port: 8080,
         databaseUrl: 'postgres://app@pooler:6432/billing',
         databaseDirectUrl: 'postgres://app@db:5432/billing',
+        databaseThroughPooler: true,
         databasePoolSize: 7,
         databaseStatementTimeoutMs: 2000,
         databaseQueryTimeoutMs: 2500,

@@ -80,20 +80,25 @@ describe('the statement time limit: a statement over it fails and nothing commit
 });
 
 describe("the connection's own limit", () => {
-  it("overrides the role's default: migrations, opened without one, may run as long as they need", async () => {
+  it("overrides the role's default (migrations, opened without one, may run as long as they need), but not through a pooler", async () => {
     const database = await createTestDatabase();
     await operatorsStatementTimeout(database.name, LIMIT_MS);
-    const limitOf = async (statementTimeoutMs?: number) => {
-      const db = await new DataSource({ ...typeOrmOptions({ url: database.url, poolSize: 1, statementTimeoutMs }), entities: [] }).initialize();
+    const limitOf = async (statementTimeoutMs?: number, throughPooler?: boolean) => {
+      const options = typeOrmOptions({ url: database.url, poolSize: 1, statementTimeoutMs, throughPooler });
+      const db = await new DataSource({ ...options, entities: [] }).initialize();
       try {
-        return (await db.query('SHOW statement_timeout'))[0].statement_timeout;
+        const outside = (await db.query('SHOW statement_timeout'))[0].statement_timeout;
+        const inside = (await transaction(db, (m) => m.query('SHOW statement_timeout')))[0].statement_timeout;
+        return { outside, inside };
       } finally {
         await db.destroy();
       }
     };
     try {
-      expect(await limitOf()).toBe('0');
-      expect(await limitOf(700)).toBe('700ms');
+      expect(await limitOf()).toEqual({ outside: '0', inside: '0' });
+      expect(await limitOf(700)).toEqual({ outside: '700ms', inside: '700ms' });
+      // Through a pooler no startup parameter is sent (spec §1): outside a transaction the role's limit holds.
+      expect(await limitOf(700, true)).toEqual({ outside: `${LIMIT_MS}ms`, inside: '700ms' });
     } finally {
       await database.drop();
     }

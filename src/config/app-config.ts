@@ -22,6 +22,11 @@ export class AppConfig {
    * `databaseUrl` goes through a pooler. Unset: `databaseUrl`.
    */
   readonly databaseDirectUrl?: string;
+  /**
+   * A DATABASE_DIRECT_URL other than DATABASE_URL: `databaseUrl` is a pooler, which takes no startup
+   * parameter and keeps no named statement (spec §1).
+   */
+  readonly databaseThroughPooler: boolean;
   readonly databasePoolSize: number;
   /** Server side: the longest any statement may run; it is then cancelled and its transaction rolled back. */
   readonly databaseStatementTimeoutMs: number;
@@ -216,7 +221,7 @@ function wrap<T>(name: string, fn: () => T): T {
 
 type DatabaseSettings = Pick<
   AppConfig,
-  'databaseUrl' | 'databaseDirectUrl' | 'databaseStatementTimeoutMs' | 'databaseQueryTimeoutMs' | 'databaseNamedStatements'
+  'databaseUrl' | 'databaseDirectUrl' | 'databaseThroughPooler' | 'databaseStatementTimeoutMs' | 'databaseQueryTimeoutMs' | 'databaseNamedStatements'
 >;
 
 /**
@@ -230,6 +235,7 @@ function database(dto: EnvDto): DatabaseSettings {
   return {
     databaseUrl: dto.DATABASE_URL,
     databaseDirectUrl: dto.DATABASE_DIRECT_URL,
+    databaseThroughPooler: behindPooler,
     databaseStatementTimeoutMs: dto.DATABASE_STATEMENT_TIMEOUT_MS,
     databaseQueryTimeoutMs: dto.DATABASE_QUERY_TIMEOUT_MS ?? dto.DATABASE_STATEMENT_TIMEOUT_MS + 1000,
     databaseNamedStatements: dto.DATABASE_NAMED_STATEMENTS ?? !behindPooler,

@@ -21,6 +21,7 @@ export class DatabaseModule {
               poolSize: config.databasePoolSize,
               queryTimeoutMs: config.databaseQueryTimeoutMs,
               statementTimeoutMs: config.databaseStatementTimeoutMs,
+              throughPooler: config.databaseThroughPooler,
               onPoolError: (err) => logger.warn(`idle database connection failed: ${err.message}`),
               refuseSecondConnection: config.nodeEnv !== 'production',
             }),
@@ -48,8 +49,8 @@ export class DatabaseModule {
 }
 
 /**
- * Says so at start when a statement outside a transaction would run without the time limit: behind
- * PgBouncer the connection's startup parameter is dropped, and only the role's own statement_timeout
+ * Says so at start when a statement outside a transaction would run without the time limit: behind a
+ * pooler the connections send no startup parameter (spec §1), and only the role's own statement_timeout
  * (the operator's part, docs/operations.md) limits such statements. Transactions set it themselves.
  */
 async function checkStatementTimeout(db: DataSource, limitMs: number, logger: Logger): Promise<void> {

@@ -54,6 +54,12 @@ export interface DatabaseOptions {
    * migrations may legitimately run long). See `poolStatementTimeoutMs`.
    */
   statementTimeoutMs?: number;
+  /**
+   * `url` is a pooler that takes no startup parameter (spec §1: PgBouncer as its operators leave it refuses
+   * any but `extra_float_digits`). The connections then send none: the limit is SET LOCAL by each transaction
+   * (transaction.ts), and statements outside one have the role's own statement_timeout (docs/operations.md).
+   */
+  throughPooler?: boolean;
   onPoolError?: (err: Error) => void;
   /**
    * Fail at once, rather than wait, when a transaction's work asks the pool for a second connection (the
@@ -67,6 +73,8 @@ export interface DatabaseOptions {
 interface PoolOptions {
   statement_timeout?: number;
   options?: string;
+  /** The limit each transaction sets for itself (SET LOCAL), startup parameter or not. Not node-postgres's. */
+  transactionStatementTimeoutMs: number;
   query_timeout?: number;
   idleTimeoutMillis: number;
   Client: typeof ClosingClient;
@@ -81,10 +89,11 @@ export function typeOrmOptions(opts: DatabaseOptions): DataSourceOptions {
   const src = join(__dirname, '..');
   const statementTimeoutMs = Math.floor(opts.statementTimeoutMs ?? 0);
   const extra: PoolOptions = {
-    // A startup parameter of every connection: the session's statement_timeout, for every statement,
-    // in or out of a transaction, at no cost per statement. PgBouncer does not pass it on: behind one, the
-    // role's statement_timeout and transaction.ts's SET LOCAL take its place (see docs/operations.md).
-    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : { options: '-c statement_timeout=0' }),
+    // On PostgreSQL itself, a startup parameter of every connection: the session's statement_timeout, for
+    // every statement, in or out of a transaction, at no cost per statement. A pooler refuses it (spec §1):
+    // behind one, the role's statement_timeout and transaction.ts's SET LOCAL take its place.
+    ...(opts.throughPooler ? {} : statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : { options: '-c statement_timeout=0' }),
+    transactionStatementTimeoutMs: statementTimeoutMs,
     query_timeout: opts.queryTimeoutMs || undefined,
     idleTimeoutMillis: 30_000,
     Client: ClosingClient,
@@ -114,9 +123,9 @@ export function typeOrmOptions(opts: DatabaseOptions): DataSourceOptions {
   };
 }
 
-/** The statement time limit `db`'s connections were opened with (0: none). */
+/** The statement time limit of `db`'s transactions (0: none). */
 export function poolStatementTimeoutMs(db: DataSource): number {
-  return (db.options.extra as PoolOptions | undefined)?.statement_timeout ?? 0;
+  return (db.options.extra as PoolOptions | undefined)?.transactionStatementTimeoutMs ?? 0;
 }
 
 /** Whether `db`'s pool refuses a transaction's work a second connection (held-connection.ts). */

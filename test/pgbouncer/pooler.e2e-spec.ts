@@ -34,6 +34,27 @@ describe('behind PgBouncer in transaction mode', () => {
     }
   });
 
+  it('the test PgBouncer is one as its operators leave it: it refuses a startup parameter but extra_float_digits', async () => {
+    const url = activePgBouncer()!.urlFor(t.databaseUrl);
+    for (const parameter of [{ statement_timeout: 1000 }, { options: '-c statement_timeout=0' }]) {
+      const client = new Client({ connectionString: url, ...parameter });
+      await expect(client.connect()).rejects.toThrow(/unsupported startup parameter/);
+    }
+    // application_name is PgBouncer's own, not a parameter it passes on: the app names its connections.
+    const named = new Client({ connectionString: url, application_name: 'probe' });
+    await named.connect();
+    await named.end();
+  });
+
+  it('the service starts behind it and sends no startup parameter: every statement still has its time limit', async () => {
+    // startTestApp went through this pooler; its transactions set the limit, and the role's default (set
+    // here by the spec files that need it, as the operator would) covers the rest.
+    const org = (await createOrganisation(t)).id;
+    const user = await createUserWithSession(t, { org });
+    await t.http().get(`/api/licensing/status?organisation_id=${org}`).set(user.auth).expect(200);
+    expect(await transaction(t.db, (m) => m.query('SHOW statement_timeout'))).toEqual([{ statement_timeout: `${t.config.databaseStatementTimeoutMs / 1000}s` }]);
+  });
+
   it('statements are unnamed by default once DATABASE_DIRECT_URL is another URL; named ones would fail here', async () => {
     expect(t.config.databaseDirectUrl).toBe(t.databaseUrl);
     expect(t.config.databaseUrl).not.toBe(t.databaseUrl);
@@ -59,7 +80,7 @@ describe('behind PgBouncer in transaction mode', () => {
     const logLines: string[] = [];
     const app = await startTestApp({ logLines, env: { DATABASE_STATEMENT_TIMEOUT_MS: '1500' } });
     try {
-      // PgBouncer dropped the connection's startup parameter: a statement on its own has the server's default...
+      // No startup parameter went through the pooler: a statement on its own has the server's default...
       expect(await app.db.query('SHOW statement_timeout')).toEqual([{ statement_timeout: '0' }]);
       // ...a transaction sets its own.
       expect(await transaction(app.db, (m) => m.query('SHOW statement_timeout'))).toEqual([{ statement_timeout: '1500ms' }]);

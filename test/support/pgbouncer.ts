@@ -17,9 +17,10 @@ import { freePort } from './free-port';
  * - no `max_prepared_statements` (0, which is also 1.18's only behaviour): PgBouncer does not track named
  *   statements, so a second use of one fails ("prepared statement … does not exist").
  *
- * Like production (docs/operations.md) it ignores the `statement_timeout` startup parameter the app's
- * connections send (PgBouncer refuses unknown ones): behind it the limit comes from SET LOCAL in a
- * transaction, and outside one from the role's setting (`operatorsStatementTimeout`).
+ * Like a managed pooler that the service's team cannot reconfigure (spec §1), its `ignore_startup_parameters`
+ * names `extra_float_digits` alone: a connection that sends `statement_timeout` or `options` at start-up is
+ * refused ("unsupported startup parameter"). Behind it the limit comes from SET LOCAL in a transaction, and
+ * outside one from the role's setting (`operatorsStatementTimeout`).
  */
 export interface PgBouncer {
   /** The same database, through PgBouncer. */
@@ -66,7 +67,9 @@ export async function startPgBouncer(target = serverUrl()): Promise<PgBouncer> {
     'pool_mode = transaction',
     'server_reset_query = DISCARD ALL',
     'server_reset_query_always = 1',
-    'ignore_startup_parameters = statement_timeout',
+    // As its operators leave it (the stock pgbouncer.ini's only suggestion, for JDBC): any other startup
+    // parameter, such as statement_timeout or options, makes PgBouncer refuse the connection.
+    'ignore_startup_parameters = extra_float_digits',
     'max_client_conn = 400',
     'default_pool_size = 40',
     ...(major > 1 || minor >= 21 ? ['max_prepared_statements = 0'] : []),
