@@ -6,6 +6,7 @@ import { AppConfig } from './config/app-config';
 import { createLogger, PinoNestLogger } from './common/logger';
 import { jsonBodyLimits, jsonOnlyBodies, rejectNulInUrl, rejectReservedQueryNames } from './common/input-limits';
 import { requestLogging } from './common/request-logging';
+import { CREDENTIAL_QUERY_PATHS } from './console/sign-in.controller';
 import { applyHttpSecurity } from './ops/http-security';
 import { hardenHttpServer } from './ops/http-server';
 import { buildOpenApiDocument, serveOpenApi } from './ops/openapi';
@@ -28,7 +29,7 @@ export async function createApp(config: AppConfig, logger: Logger = createLogger
   // First, so that it times everything the service does with a request.
   app.use(requestMetrics);
   // Before the body parsers, so that even a 413 or malformed-JSON answer carries X-Request-Id.
-  app.use(requestLogging(logger));
+  app.use(requestLogging(logger, CREDENTIAL_QUERY_PATHS));
   applyHttpSecurity(app, config);
   app.use(rejectNulInUrl);
   app.use(rejectReservedQueryNames);

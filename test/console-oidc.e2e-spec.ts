@@ -246,6 +246,14 @@ describe('console sign-in through an OpenID provider', () => {
     // The same callback from a browser that never started a sign-in.
     const stranger = await get(new URL(first.callback.url).pathname + new URL(first.callback.url).search);
     expect(stranger.status).toBe(400);
+    // The refused callbacks are logged (warn) without the provider's code and state, with the query's names.
+    const answer = new URL(first.callback.url);
+    for (const name of ['code', 'state']) {
+      expect(answer.searchParams.get(name)).toBeTruthy();
+      expect(logLines.join('\n')).not.toContain(answer.searchParams.get(name));
+    }
+    const logged = logLines.map((line) => JSON.parse(line)).filter((line) => line.msg === 'request completed').map((line) => line.url);
+    expect(logged).toContain(`${answer.pathname}?${[...answer.searchParams.keys()].map((name) => `${name}=`).join('&')}`);
     expect(await sessions('alice@example.com')).toBe(before);
     expect(await count(`SELECT count(*)::int AS n FROM audit_log`)).toBe(audited);
   });

@@ -7,9 +7,10 @@ import { createOrganisation, createUserWithSession, startTestApp, TestApp } from
  */
 describe('console sign-in', () => {
   let t: TestApp;
+  const logLines: string[] = [];
 
   beforeAll(async () => {
-    t = await startTestApp({ env: { SERVICE_API_KEYS: 'webapp:console-test-key' } });
+    t = await startTestApp({ logLines, env: { SERVICE_API_KEYS: 'webapp:console-test-key' } });
   });
   afterAll(() => t.close());
 
@@ -77,6 +78,21 @@ describe('console sign-in', () => {
     } finally {
       await https.close();
     }
+  });
+
+  it('keeps the link token out of the request log: the path and the query names only, however the path is spelled', async () => {
+    const { url } = await link('ops@example.com');
+    const token = tokenOf(url);
+    const spellings = ['/console/sign-in/link', '/Console/Sign-In/Link/', '/console/sign-in/%6Cink'];
+    for (const path of spellings) await t.http().get(`${path}?token=${token}&from=mail`);
+    await t.http().post('/console/sign-in/link').type('form').send({ token }).expect(303);
+    await t.http().get(`/console/sign-in/link?token=${token}`).expect(200);
+    expect(logLines.join('\n')).not.toContain(token);
+    const logged = logLines.map((line) => JSON.parse(line)).filter((line) => line.msg === 'request completed').map((line) => line.url);
+    for (const path of spellings) expect(logged).toContain(`${path}?token=&from=`);
+    // Other routes keep their query in the log.
+    await t.http().get('/console/sign-in?next=overview').expect(200);
+    expect(logLines.map((line) => JSON.parse(line).url)).toContain('/console/sign-in?next=overview');
   });
 
   it('refuses a reused, an expired and an unknown link, and signs nobody in', async () => {

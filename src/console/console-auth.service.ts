@@ -10,6 +10,8 @@ import { ConsoleAuthRepository } from './console-auth.repository';
 export const CONSOLE_COOKIE = 'console_session';
 /** A console session lasts 12 hours (spec §14). */
 export const CONSOLE_SESSION_TTL_S = 12 * 3600;
+/** Where a one-time link leads; its token is the query's `token`. */
+export const SIGN_IN_LINK_PATH = '/console/sign-in/link';
 export const DEFAULT_LINK_TTL_MINUTES = 15;
 export const MAX_LINK_TTL_MINUTES = 24 * 60;
 // Tokens are 43 base64url characters; anything else is not worth a database round trip.
@@ -51,7 +53,7 @@ export class ConsoleAuthService {
   async createLink(email: string, ttlMinutes: number): Promise<{ url: string; expiresAt: Date }> {
     const token = newToken();
     const expiresAt = await this.repository.insertLink(sha256(token), email, ttlMinutes);
-    return { url: consoleUrl(this.config, `/console/sign-in/link?token=${token}`), expiresAt };
+    return { url: consoleUrl(this.config, `${SIGN_IN_LINK_PATH}?token=${token}`), expiresAt };
   }
 
   /** Redeems a link: a new session's token, or undefined when the link is unknown, expired or used. */

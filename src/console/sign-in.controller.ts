@@ -5,13 +5,16 @@ import type { Response } from 'express';
 import { AppException } from '../common/app-exception';
 import { Public } from '../common/route-auth.decorators';
 import { consoleAssets } from './console-assets';
-import { CONSOLE_COOKIE, ConsoleAuthService } from './console-auth.service';
+import { CONSOLE_COOKIE, ConsoleAuthService, SIGN_IN_LINK_PATH } from './console-auth.service';
 import { ConsoleExceptionFilter } from './console-exception.filter';
-import { ConsoleOidcService, OIDC_COOKIE } from './console-oidc.service';
+import { ConsoleOidcService, OIDC_CALLBACK_PATH, OIDC_COOKIE } from './console-oidc.service';
 import { sendPage } from './console-pages';
 import type { ConsoleRequest } from './console-session.guard';
 import { ConsoleViews } from './console-views';
 import { OidcRefused, OidcUnavailable } from './oidc-errors';
+
+/** The routes whose query carries a credential (a link's token, the provider's code): the request log omits its values. */
+export const CREDENTIAL_QUERY_PATHS = [SIGN_IN_LINK_PATH, OIDC_CALLBACK_PATH];
 
 /**
  * What the console serves before sign-in: the sign-in page, the one-time link (GET shows a button, POST
