@@ -201,6 +201,14 @@ describe('console pages and actions', () => {
     expect(old.text).toContain('No webhook events match these filters');
   });
 
+  it('answers 400 saying so for an organisation filter that is not a UUID (36 zeros, 36 dashes), as for a UUID it has none of', async () => {
+    for (const id of ['0'.repeat(36), '-'.repeat(36), `{${randomUUID()}}`, randomUUID().replace(/-/g, '')]) {
+      const page = await get(`/console/events?organisation_id=${encodeURIComponent(id)}`, 400);
+      expect(page.text).toContain('organisation_id must be a UUID.');
+    }
+    expect((await get(`/console/events?organisation_id=${randomUUID()}`)).text).toContain('No webhook events match these filters');
+  });
+
   it('retries a failed notification, audited as the operator', async () => {
     const org = await identity().createOrganisation('Retry Ltd');
     await deliver(t.app.getHttpServer(), subscriptionEvent('created', subscriptionObject({ organisationId: org.id, tier: 'pro' }))).expect(200);
@@ -256,6 +264,23 @@ describe('console pages and actions', () => {
     const [{ count }] = await t.db.query(`SELECT count(*)::int AS count FROM audit_log WHERE action = 'override.deleted' AND actor = 'operator:ops@example.com' AND organisation_id = $1`, [org.id]);
     expect(count).toBe(1);
     expect((await outcome(await post(`/console/organisations/${org.id}/overrides/projects/delete`)))[0]).toBe('refused');
+  });
+
+  it('refuses an override of an organisation id that is not a UUID as of one that does not exist, and writes nothing', async () => {
+    const audited = async () => (await t.db.query(`SELECT count(*)::int AS n FROM audit_log`))[0].n;
+    const before = await audited();
+    for (const id of ['0'.repeat(36), '-'.repeat(36), 'zz', randomUUID()]) {
+      for (const res of [
+        await post(`/console/organisations/${id}/overrides`, { name: 'projects', value: '250' }),
+        await post(`/console/organisations/${id}/overrides/projects/delete`),
+      ]) {
+        expect([id, res.status]).toEqual([id, 303]);
+        const flash = JSON.parse(Buffer.from(/console_flash=([^;]+)/.exec(res.headers['set-cookie'][0])![1], 'base64url').toString('utf8'));
+        expect(flash).toEqual({ kind: 'refused', text: `Refused: No organisation with id ${id}.` });
+      }
+      await get(`/console/organisations/${id}`, 404);
+    }
+    expect(await audited()).toBe(before);
   });
 
   it('shows the audit log newest first, a page at a time, and one entry with what it changed', async () => {

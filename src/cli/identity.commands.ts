@@ -1,11 +1,10 @@
 import { AppConfig } from '../config/app-config';
-import { IdentityService } from '../identity/identity.service';
+import { IdentityService, UUID } from '../identity/identity.service';
 import { ROLES, Role } from '../identity/membership.entity';
 import { ProvisioningService } from '../identity/provisioning.service';
 import { cliActor, CliCommand, CliUsageError, integerFlag, oneOfFlag, requireFlag } from './cli-command';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function uuidFlag(flags: Parameters<typeof requireFlag>[0], name: string): string {
   const value = requireFlag(flags, name);

@@ -1,11 +1,11 @@
 import { AuditService } from '../audit/audit.service';
+import { UUID } from '../identity/identity.service';
 import { SandboxDelivery } from '../sandbox/sandbox-delivery';
 import { SandboxSubscriptions } from '../sandbox/sandbox-subscriptions';
 import { SandboxStore } from '../sandbox/sandbox.store';
 import { cliActor, CliCommand, CliUsageError, integerFlag, optionalFlag, requireFlag } from './cli-command';
 import { webhookUrlFlag } from './webhook-trigger.command';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_DAYS = 3660;
 const iso = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString();
 

@@ -1,6 +1,7 @@
 import { EVENT_TYPES as TYPES } from '../provider/provider-event';
 import type { AppConfig } from '../config/app-config';
 import { isPaidTier, paidTiers } from '../config/tiers';
+import { UUID } from '../identity/identity.service';
 import {
   addMonth,
   eventEnvelope,
@@ -22,7 +23,6 @@ const EVENT_TYPES: string[] = [
   TYPES.invoicePaymentSucceeded,
   TYPES.invoicePaid,
 ];
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Builds one event for an organisation. Customer and subscription ids are derived from the organisation

@@ -3,6 +3,7 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AppException } from '../common/app-exception';
 import { ConsoleSession } from '../common/route-auth.decorators';
+import { UUID } from '../identity/identity.service';
 import { DELIVERY_STATUSES, DeliveryStatus } from '../notifications/notification-delivery.entity';
 import { LEDGER_STATUSES, LedgerStatus } from '../provider/provider-event';
 import { CONSOLE_COOKIE, ConsoleAuthService } from './console-auth.service';
@@ -101,7 +102,7 @@ export class ConsoleController {
       to: text(query.to, 'to'),
       organisation_id: text(query.organisation_id, 'organisation_id'),
     };
-    if (f.organisation_id && !/^[0-9a-f-]{36}$/i.test(f.organisation_id)) throw new AppException('validation_failed', 'organisation_id must be a UUID.');
+    if (f.organisation_id && !UUID.test(f.organisation_id)) throw new AppException('validation_failed', 'organisation_id must be a UUID.');
     const before = text(query.before, 'before', 2000);
     const found = await this.console.events(
       { status: f.status, type: f.type, from: day(f.from, 'from'), to: day(f.to, 'to', true), organisationId: f.organisation_id },

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { licenseArguments } from '../config/tiers';
+import { UUID } from '../identity/identity.service';
 
 /** The overview's figures, as read. */
 export interface OverviewRows {
@@ -109,7 +110,6 @@ const PARTIAL_PROBE = 5000;
 
 /** `%`, `_` and `\` in a search taken literally by LIKE. */
 const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The console's reads across the modules' tables (spec §14): the only file with SQL for its pages. It only

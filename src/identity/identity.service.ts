@@ -229,12 +229,12 @@ export class IdentityService {
    * change of its users limit, say, so that an addition checks the limit in force). 404 when it does not exist.
    */
   async holdMemberChanges(m: EntityManager, organisationId: string): Promise<void> {
-    if (!(await this.identity.lockAgainstMemberChanges(m, organisationId))) throw organisationNotFound(organisationId);
+    if (!UUID.test(organisationId) || !(await this.identity.lockAgainstMemberChanges(m, organisationId))) throw organisationNotFound(organisationId);
   }
 
   /** Locks the organisation's row for the rest of the transaction (404 when it does not exist). */
   private async lockOrganisation(m: EntityManager, organisationId: string): Promise<void> {
-    if (!(await this.identity.lockOrganisation(m, organisationId))) throw organisationNotFound(organisationId);
+    if (!UUID.test(organisationId) || !(await this.identity.lockOrganisation(m, organisationId))) throw organisationNotFound(organisationId);
   }
 }
 
