@@ -1,6 +1,10 @@
 import { cli, runCli } from './support/run-cli';
 import { startTestApp, TEST_WEBHOOK_SECRET, TestApp } from './support/test-app';
 import { freePort } from './support/free-port';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PROCESS_TEST_TIMEOUT_MS, spawnServer } from './support/server-process';
 
 /** Every command's logic, in-process (the same command line as `npm run cli`, without a process start each). */
 describe('operator CLI with DATABASE_URL', () => {
@@ -126,4 +130,19 @@ describe('operator CLI as a process', () => {
     expect(unreachable).toMatchObject({ code: 1, stdout: '' });
     expect(unreachable.stderr).toMatch(/^error: could not reach PostgreSQL postgres:\/\/postgres@127\.0\.0\.1:\d+\/x \(DATABASE_URL\): .*ECONNREFUSED/);
   }, 60_000);
+});
+
+describe('production without DATABASE_URL', () => {
+  it('neither the server nor the CLI starts: both exit 1 naming it, and no embedded PostgreSQL is made (though the package is installed here)', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'billing-production-'));
+    const env = { NODE_ENV: 'production', DATA_DIR: dataDir, PAYPROVIDER_SANDBOX: 'true', PAYPROVIDER_WEBHOOK_SECRET: 'whsec_0123456789abcdef' };
+    const refused = /DATABASE_URL is required when NODE_ENV=production/;
+    const server = await spawnServer(env);
+    expect((await server.exited).code).toBe(1);
+    expect(server.output()).toMatch(refused);
+    const cliRun = await runCli(['org:create', '--name', 'Nowhere'], env, { cwd: dataDir });
+    expect(cliRun).toMatchObject({ code: 1, stdout: '' });
+    expect(cliRun.stderr).toMatch(refused);
+    expect(existsSync(join(dataDir, 'postgres'))).toBe(false);
+  }, PROCESS_TEST_TIMEOUT_MS);
 });

@@ -38,7 +38,13 @@ describe('loadConfig: CONSOLE_OIDC_*', () => {
   });
 
   it('in production needs PUBLIC_URL, where the provider sends operators back', () => {
-    const production = { ...oidc, NODE_ENV: 'production', PAYPROVIDER_SANDBOX: 'true' };
+    const production = {
+      ...oidc,
+      NODE_ENV: 'production',
+      PAYPROVIDER_SANDBOX: 'true',
+      DATABASE_URL: 'postgres://app@db:5432/billing',
+      PAYPROVIDER_WEBHOOK_SECRET: 'whsec_a_production_secret',
+    };
     expect(refusal(production)).toContain('PUBLIC_URL is required with CONSOLE_OIDC_ISSUER when NODE_ENV=production');
     expect(loadConfig({ ...base(), ...production, PUBLIC_URL: 'https://billing.example.com' }).consoleOidc).toBeDefined();
     expect(loadConfig({ ...base(), ...oidc }).publicUrl).toBeUndefined();

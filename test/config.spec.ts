@@ -175,8 +175,16 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ...base(), DATABASE_URL: 'mysql://u:hunter2@x' })).toThrow(/^(?!.*hunter2)/);
   });
 
+  /** What production needs besides what a test names: a database and a secret of production strength. */
+  const productionBase = () => ({
+    ...base(),
+    NODE_ENV: 'production',
+    DATABASE_URL: 'postgres://app@db:5432/billing',
+    PAYPROVIDER_WEBHOOK_SECRET: 'whsec_0123456789abcdef',
+  });
+
   it('refuses the sandbox in production unless PAYPROVIDER_SANDBOX=true says so', () => {
-    const production = { ...base(), NODE_ENV: 'production' };
+    const production = productionBase();
     expect(() => loadConfig(production)).toThrow(/PAYPROVIDER_SECRET_KEY is required when NODE_ENV=production/);
     expect(() => loadConfig({ ...production, PAYPROVIDER_SANDBOX: 'yes' })).toThrow(/PAYPROVIDER_SANDBOX/);
     expect(loadConfig({ ...production, PAYPROVIDER_SANDBOX: 'true' }).provider).toBe('sandbox');
@@ -192,7 +200,45 @@ describe('loadConfig', () => {
   });
 
   it('requires the webhook secret in production', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir() })).toThrow(/PAYPROVIDER_WEBHOOK_SECRET/);
+    expect(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir(), DATABASE_URL: 'postgres://app@db:5432/billing' })).toThrow(
+      /PAYPROVIDER_WEBHOOK_SECRET is required/,
+    );
+  });
+
+  it('in production refuses a webhook secret or a service key under 16 characters, naming neither', () => {
+    const production = { ...productionBase(), PAYPROVIDER_SANDBOX: 'true' };
+    const refusal = (env: Record<string, string>) => {
+      try {
+        loadConfig({ ...production, ...env });
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as Error).message;
+      }
+      throw new Error('the configuration was accepted');
+    };
+    expect(refusal({ PAYPROVIDER_WEBHOOK_SECRET: 'x' })).toBe(
+      "PAYPROVIDER_WEBHOOK_SECRET: secret 1 has fewer than 16 characters; in production every secret needs at least 16 (the provider's whsec_… secret)",
+    );
+    expect(refusal({ PAYPROVIDER_WEBHOOK_SECRET: 'whsec_0123456789abcdef, whsec_short' })).toMatch(/^PAYPROVIDER_WEBHOOK_SECRET: secret 2 has fewer/);
+    expect(refusal({ SERVICE_API_KEYS: 'a' })).toBe(
+      'SERVICE_API_KEYS: the key named "key1" has fewer than 16 characters; in production every key needs at least 16 (e.g. openssl rand -hex 24)',
+    );
+    // The name counts for nothing: a 16-character name with a short key is a short key.
+    const named = refusal({ SERVICE_API_KEYS: '0123456789abcdef0,webapp-with-a-long-name:s3cret' });
+    expect(named).toMatch(/^SERVICE_API_KEYS: the key named "webapp-with-a-long-name" has fewer than 16/);
+    expect(named).not.toContain('s3cret');
+    const accepted = loadConfig({ ...production, SERVICE_API_KEYS: 'webapp:0123456789abcdef', PAYPROVIDER_WEBHOOK_SECRET: 'whsec_0123456789' });
+    expect(accepted.serviceApiKeys).toEqual([{ name: 'webapp', key: '0123456789abcdef' }]);
+    // Outside production a short key or secret is a developer's own business.
+    expect(loadConfig({ ...base(), SERVICE_API_KEYS: 'a', PAYPROVIDER_WEBHOOK_SECRET: 'x' }).serviceApiKeys).toEqual([{ name: 'key1', key: 'a' }]);
+  });
+
+  it('in production refuses to start without DATABASE_URL (never the embedded PostgreSQL), before anything else', () => {
+    const { DATABASE_URL: _, ...production } = { ...productionBase(), PAYPROVIDER_SANDBOX: 'true' };
+    expect(() => loadConfig(production)).toThrow(
+      new ConfigError('DATABASE_URL is required when NODE_ENV=production (the embedded PostgreSQL is for development and tests, never for production data)'),
+    );
+    expect(loadConfig({ ...base() }).databaseUrl).toBeUndefined();
   });
 
   it('generates a laptop secret once and keeps it, at start-up: loading the configuration writes nothing', () => {

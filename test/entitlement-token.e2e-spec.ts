@@ -70,7 +70,7 @@ describe('GET /.well-known/jwks.json', () => {
   });
 });
 
-const KEY = 'svc_token_key';
+const KEY = 'svc_token_key_0123456789';
 const ISSUER = 'https://billing.example.com';
 
 describe('GET /api/licensing/entitlements/token', () => {

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { parseSigningKeys, SigningKey } from './entitlement-keys';
 import { list } from './env-rules';
 import { EnvDto } from './env.dto';
+import { NamedKey, namedKeys } from './named-keys';
 import { CreditPacks, loadTierTableFile } from './credit-packs';
 import { DEFAULT_TIERS, METERED_METRICS, MeteredMetric, TierTable } from './tiers';
 
@@ -292,19 +293,4 @@ export function authJwtWarning(config: Pick<AppConfig, 'nodeEnv' | 'authJwt'>): 
     return `AUTH_JWT_JWKS_URL is ${url.protocol === 'http:' ? 'plain http' : 'a loopback address'} in production: the keys that decide who a caller is should come over https`;
   }
   return undefined;
-}
-
-export interface NamedKey {
-  name: string;
-  key: string;
-}
-
-/** `name:key` where the name is a short word; anything else is a bare key (so a key holding a colon needs a name). */
-const NAMED_KEY = /^([A-Za-z0-9_.-]{1,64}):(.+)$/s;
-
-export function namedKeys(items: string[]): NamedKey[] {
-  return items.map((item, i) => {
-    const named = NAMED_KEY.exec(item);
-    return named ? { name: named[1], key: named[2] } : { name: `key${i + 1}`, key: item };
-  });
 }

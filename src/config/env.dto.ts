@@ -1,8 +1,13 @@
 import { Allow } from 'class-validator';
 import { parseSigningKeys } from './entitlement-keys';
 import { Bool, HttpUrl, Int, isHttpUrl, List, OneOf, Origin, PostgresUrl, Rule } from './env-rules';
+import { namedKeys } from './named-keys';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** In production a key or secret shorter than this is refused: `a` or `x` is guessed, not configured. */
+export const MIN_SECRET_LENGTH = 16;
+const production = (env: EnvDto) => env.NODE_ENV === 'production';
 
 /**
  * Every environment variable the service reads (spec §2), with its rule and its default: the one description
@@ -15,7 +20,10 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
  * any other.
  */
 export class EnvDto {
-  /** `production` makes the webhook secret and the provider key (or PAYPROVIDER_SANDBOX=true) mandatory. */
+  /**
+   * `production` makes DATABASE_URL, the webhook secret and the provider key (or PAYPROVIDER_SANDBOX=true)
+   * mandatory, and refuses keys and secrets shorter than MIN_SECRET_LENGTH.
+   */
   @Allow()
   NODE_ENV: string = 'development';
 
@@ -28,7 +36,11 @@ export class EnvDto {
   @Int(0, 65535)
   PORT: number = 3000;
 
-  /** Unset: the embedded PostgreSQL. */
+  /** Unset: the embedded PostgreSQL, which production never uses (even where the package is installed). */
+  @Rule(
+    'DATABASE_URL is required when NODE_ENV=production (the embedded PostgreSQL is for development and tests, never for production data)',
+    (v, env) => v !== undefined || !production(env),
+  )
   @PostgresUrl()
   DATABASE_URL?: string;
 
@@ -64,7 +76,13 @@ export class EnvDto {
   @Int(1, 65535)
   EMBEDDED_POSTGRES_PORT?: number;
 
-  @Rule('PAYPROVIDER_WEBHOOK_SECRET is required when NODE_ENV=production', (v, env) => v.length > 0 || env.NODE_ENV !== 'production')
+  @Rule(
+    (a) =>
+      `PAYPROVIDER_WEBHOOK_SECRET: secret ${(a.value as string[]).findIndex((v) => v.length < MIN_SECRET_LENGTH) + 1} has fewer than ` +
+      `${MIN_SECRET_LENGTH} characters; in production every secret needs at least ${MIN_SECRET_LENGTH} (the provider's whsec_… secret)`,
+    (v: string[], env) => !production(env) || v.every((secret) => secret.length >= MIN_SECRET_LENGTH),
+  )
+  @Rule('PAYPROVIDER_WEBHOOK_SECRET is required when NODE_ENV=production', (v, env) => v.length > 0 || !production(env))
   @List()
   PAYPROVIDER_WEBHOOK_SECRET: string[] = [];
 
@@ -79,7 +97,7 @@ export class EnvDto {
   @Rule(
     'PAYPROVIDER_SECRET_KEY is required when NODE_ENV=production (without it the sandbox provider would run and ' +
       'give paid tiers away); set PAYPROVIDER_SANDBOX=true only for a demo install',
-    (v, env) => v !== undefined || env.NODE_ENV !== 'production' || env.PAYPROVIDER_SANDBOX === true,
+    (v, env) => v !== undefined || !production(env) || env.PAYPROVIDER_SANDBOX === true,
   )
   PAYPROVIDER_SECRET_KEY?: string;
 
@@ -132,6 +150,13 @@ export class EnvDto {
   @Int(60, 31_536_000)
   SESSION_TTL_S: number = 2_592_000;
 
+  // Never echoed: the message names a key by its name (the audit log's actor), never by its content.
+  @Rule(
+    (a) =>
+      `SERVICE_API_KEYS: the key named "${namedKeys(a.value as string[]).find(({ key }) => key.length < MIN_SECRET_LENGTH)?.name}" has fewer than ` +
+      `${MIN_SECRET_LENGTH} characters; in production every key needs at least ${MIN_SECRET_LENGTH} (e.g. openssl rand -hex 24)`,
+    (v: string[], env) => !production(env) || namedKeys(v).every(({ key }) => key.length >= MIN_SECRET_LENGTH),
+  )
   @List()
   SERVICE_API_KEYS: string[] = [];
 
@@ -190,7 +215,7 @@ export class EnvDto {
   )
   @Rule(
     'PUBLIC_URL is required with CONSOLE_OIDC_ISSUER when NODE_ENV=production: the OpenID provider sends operators back to <PUBLIC_URL>/console/oidc/callback',
-    (v, env) => v === undefined || env.NODE_ENV !== 'production' || env.PUBLIC_URL !== undefined,
+    (v, env) => v === undefined || !production(env) || env.PUBLIC_URL !== undefined,
   )
   CONSOLE_OIDC_ISSUER?: string;
 
