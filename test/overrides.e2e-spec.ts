@@ -98,6 +98,37 @@ describe('overrides: PUT/GET/DELETE /api/admin/organisations/{id}/overrides[/{na
     expect((await messages(org)).map((m) => m.data.version)).toEqual([1, 2]);
   });
 
+  it("an override's note reaches owners, admins and service keys, not plain members, in the entitlements and explain answers", async () => {
+    const org = (await createOrganisation(t)).id;
+    const note = 'Pilot agreed with Jane Doe (jane@customer.example), +44 20 7946 0000';
+    await put(org, 'sso', { value: true, note }).expect(200);
+    await put(org, 'projects', { value: 40 }).expect(200);
+    const callers: [string, Record<string, string>][] = [['service key', asService]];
+    for (const role of ['owner', 'admin', 'member'] as const) callers.push([role, (await createUserWithSession(t, { org, role })).auth]);
+    const seen = [];
+    for (const [who, auth] of callers) {
+      const read = await t.http().get('/api/licensing/entitlements').query({ organisation_id: org }).set(auth).expect(200);
+      const why = await t.http().get('/api/licensing/explain').query({ organisation_id: org }).set(auth).expect(200);
+      const steps = why.body.because.filter((step: { kind: string }) => step.kind === 'override');
+      seen.push([who, read.body.overrides.map((o: object) => 'note' in o), steps.map((o: object) => 'note' in o)]);
+      if (who === 'member') {
+        expect(JSON.stringify(read.body)).not.toContain('Jane');
+        expect(JSON.stringify(why.body)).not.toContain('Jane');
+        // Everything else of the override is there.
+        expect(read.body.overrides[1]).toEqual({ name: 'sso', value: true, expires_at: null, created_at: expect.stringMatching(/Z$/) });
+      } else {
+        expect(read.body.overrides.find((o: { name: string }) => o.name === 'sso').note).toBe(note);
+        expect(steps.find((o: { name: string }) => o.name === 'sso').note).toBe(note);
+      }
+    }
+    expect(seen).toEqual([
+      ['service key', [true, true], [true, true]],
+      ['owner', [true, true], [true, true]],
+      ['admin', [true, true], [true, true]],
+      ['member', [false, false], [false, false]],
+    ]);
+  });
+
   it('applies wherever limits apply, whatever the tier and license state: usage writes, member additions, status, checks', async () => {
     const org = (await createOrganisation(t)).id;
     const owner = await createUserWithSession(t, { org, role: 'owner' });

@@ -12,7 +12,8 @@ export const IDENTITY_FUNCTIONS: DatabaseFunction[] = [
   tableFunction('identity.live_session', 'token bytea', { user_id: 'uuid' }),
   /**
    * Whether a caller may read the organisation: a session token not yet verified (its SHA-256: a live session of a
-   * member), a verified user (a member), or a trusted back-end (both NULL: the organisation exists). One row.
+   * member), a verified user (a member), or a trusted back-end (both NULL: the organisation exists); and the
+   * caller's role there (NULL: a trusted back-end, or not a member). One row (migration AccessRole).
    */
-  tableFunction('identity.access', 'org uuid, caller_user uuid, caller_token bytea', { authenticated: 'boolean', allowed: 'boolean' }),
+  tableFunction('identity.access', 'org uuid, caller_user uuid, caller_token bytea', { authenticated: 'boolean', allowed: 'boolean', role: 'text' }),
 ];

@@ -33,7 +33,14 @@ export class OverrideRecord {
   value: boolean | number;
   @ApiProperty({ type: 'string', format: 'date-time', nullable: true, description: 'When it stops applying; null: until deleted' })
   expires_at: string | null;
-  @ApiProperty({ type: 'string', nullable: true, maxLength: 500, example: 'Pilot, until the contract is signed' }) note: string | null;
+  @ApiPropertyOptional({
+    type: 'string',
+    nullable: true,
+    maxLength: 500,
+    example: 'Pilot, until the contract is signed',
+    description: "Free text that may name a customer's contact: given to owners, admins and service keys, left out for other members",
+  })
+  note?: string | null;
   @ApiProperty({ type: 'string', format: 'date-time', description: 'When this value was set' }) created_at: string;
 }
 

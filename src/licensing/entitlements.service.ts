@@ -33,7 +33,7 @@ export class EntitlementsService {
   async read(organisationId: string): Promise<Entitlements> {
     const row = await this.licenses.entitlements(organisationId, {});
     if (!row.allowed) throw organisationNotFound(organisationId);
-    return this.toBody(organisationId, row);
+    return this.toBody(organisationId, row, true);
   }
 
   /**
@@ -45,7 +45,7 @@ export class EntitlementsService {
     const row = await this.licenses.entitlements(organisationId, caller);
     if (!row.authenticated) throw unauthenticated();
     if (!row.allowed) throw notAMember();
-    return this.toBody(organisationId, row);
+    return this.toBody(organisationId, row, readsOverrideNotes(row.role));
   }
 
   /** Is `feature` in force? `userId` null: a service key (404 for an unknown organisation); else members only (403). */
@@ -57,7 +57,7 @@ export class EntitlementsService {
     return { allowed: features[feature] };
   }
 
-  private toBody(organisationId: string, row: EntitlementsRow): Entitlements {
+  private toBody(organisationId: string, row: EntitlementsRow, withNotes: boolean): Entitlements {
     if (!row.tierKnown) {
       this.logger.warn({ msg: 'license tier missing from the tier table; free limits apply', organisationId, tier: row.tier });
     }
@@ -79,18 +79,29 @@ export class EntitlementsService {
       seats: row.seats,
       features: Object.fromEntries(this.features.map((f) => [f, row.features[f] === true])),
       limits: Object.fromEntries(this.metrics.map((m) => [m, limit(m)])) as Limits,
-      overrides: row.overrides.map(overrideRecord),
+      overrides: row.overrides.map((o) => overrideRecord(o, withNotes)),
     };
   }
 }
 
-/** An override as the API shows it (times in ISO 8601, UTC). */
-export function overrideRecord(o: { name: string; value: boolean | number; expires_at: string | Date | null; note: string | null; created_at: string | Date }): OverrideRecord {
+/**
+ * Whether a member of this role reads overrides' notes: free text that may name a customer's contact, for the
+ * owners and admins (and trusted back-ends, which call with a service key), not for every member.
+ */
+export function readsOverrideNotes(role: string | null): boolean {
+  return role === 'owner' || role === 'admin';
+}
+
+/** An override as the API shows it (times in ISO 8601, UTC); without `note` for a caller who may not read it. */
+export function overrideRecord(
+  o: { name: string; value: boolean | number; expires_at: string | Date | null; note: string | null; created_at: string | Date },
+  withNote = true,
+): OverrideRecord {
   return {
     name: o.name,
     value: o.value,
     expires_at: o.expires_at === null ? null : new Date(o.expires_at).toISOString(),
-    note: o.note,
+    ...(withNote ? { note: o.note } : {}),
     created_at: new Date(o.created_at).toISOString(),
   };
 }

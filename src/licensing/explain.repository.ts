@@ -21,6 +21,8 @@ export interface ExplainedSubscription {
 export interface ExplainRow {
   /** The caller may read it: a member, or (service key) the organisation exists. */
   allowed: boolean;
+  /** The caller's role there; null for a service key. */
+  role: string | null;
   tier: string;
   isActive: boolean;
   isExpired: boolean;
@@ -49,7 +51,7 @@ const { organisation: $org, tiers: $tiers, graceS: $grace, user: $user } = EXPLA
 const EXPLAIN_SQL = `
   WITH choice AS (SELECT * FROM licensing.subscription_choice(${$org}::uuid, ${$tiers}::jsonb, ${$grace}::bigint))
   SELECT json_build_object(
-    'allowed', a.allowed,
+    'allowed', a.allowed, 'role', a.role,
     'tier', l.tier, 'isActive', l.is_active, 'isExpired', l.is_expired, 'tierKnown', l.tier_known,
     'chosen', (SELECT json_build_object('id', c.subscription_id, 'tier', c.tier, 'tierSource', c.tier_source, 'status', c.status,
                                         'lastEventCreated', c.last_event_created)

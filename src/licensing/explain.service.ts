@@ -5,7 +5,7 @@ import { TierSource } from '../subscriptions/tier-resolution';
 import { LedgerStatus } from '../provider/provider-event';
 import { ExplainGrant, ExplainResponse, ExplainStep } from './explain.dto';
 import { ExplainRepository, ExplainRow } from './explain.repository';
-import { overrideRecord } from './entitlements.service';
+import { overrideRecord, readsOverrideNotes } from './entitlements.service';
 
 /** Why an organisation has the license it has (spec §12), for support: GET /api/licensing/explain. */
 @Injectable()
@@ -16,7 +16,8 @@ export class ExplainService {
   async explain(organisationId: string, userId: string | null): Promise<ExplainResponse> {
     const row = await this.repository.explain(organisationId, userId);
     if (!row.allowed) throw userId ? notAMember() : organisationNotFound(organisationId);
-    return { tier: row.tier, is_active: row.isActive, is_expired: row.isExpired, because: steps(row), grants: row.grants.map(grant) };
+    const withNotes = userId === null || readsOverrideNotes(row.role);
+    return { tier: row.tier, is_active: row.isActive, is_expired: row.isExpired, because: steps(row, withNotes), grants: row.grants.map(grant) };
   }
 }
 
@@ -27,9 +28,9 @@ function grant(g: ExplainRow['grants'][number]): ExplainGrant {
 }
 
 /** The row as the chain of steps, newest first (see ExplainResponse.because). */
-function steps(row: ExplainRow): ExplainStep[] {
+function steps(row: ExplainRow, withNotes: boolean): ExplainStep[] {
   const { chosen, grace } = row;
-  const because: ExplainStep[] = row.overrides.map((o) => ({ kind: 'override' as const, ...overrideRecord(o) }));
+  const because: ExplainStep[] = row.overrides.map((o) => ({ kind: 'override' as const, ...overrideRecord(o, withNotes) }));
   if (chosen && grace) {
     because.push({ kind: 'grace', subscription_id: chosen.id, past_due_since: grace.since, ends_at: grace.endsAt, in_grace: grace.inGrace });
   }

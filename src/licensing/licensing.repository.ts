@@ -101,6 +101,8 @@ export interface EntitlementsRow {
   authenticated: boolean;
   /** The caller may read the organisation: a member (a user), or it exists (a service key). */
   allowed: boolean;
+  /** The caller's role there; null for a service key (or a caller who is not a member). */
+  role: string | null;
 }
 
 /**
@@ -123,7 +125,7 @@ const ENTITLEMENTS_SQL = asOneJsonColumn(`
          COALESCE((SELECT json_agg(json_build_object('name', o.name, 'value', o.value, 'expires_at', o.expires_at,
                                                      'note', o.note, 'created_at', o.created_at) ORDER BY o.name)
                    FROM licensing.live_overrides(${$eOrg}::uuid) o), '[]') AS overrides,
-         a.authenticated, a.allowed
+         a.authenticated, a.allowed, a.role
   FROM ${license(ENTITLEMENTS.ref)}
   CROSS JOIN identity.access(${$eOrg}::uuid, ${$eUser}::uuid, ${$eToken}::bytea) a`);
 

@@ -54,7 +54,7 @@ export class OverridesService {
       const current = await this.overrides.find(m, organisationId, name);
       const before = current ? record(current) : null;
       if (before && isDeepStrictEqual(audited(before), audited(wanted))) return before;
-      const after = record(await this.overrides.upsert(m, organisationId, { name, value: wanted.value, expiresAt: wanted.expires_at === null ? null : new Date(wanted.expires_at), note: wanted.note }));
+      const after = record(await this.overrides.upsert(m, organisationId, { name, value: wanted.value, expiresAt: wanted.expires_at === null ? null : new Date(wanted.expires_at), note: wanted.note ?? null }));
       await this.audit.record(m, by, { action: 'override.set', organisationId, before: before && audited(before), after: audited(after) });
       await this.licenseChanges.licenseMayHaveChanged(m, organisationId);
       return after;

@@ -1208,8 +1208,11 @@ export interface components {
              * @description When it stops applying; null: until deleted
              */
             expires_at: string | null;
-            /** @example Pilot, until the contract is signed */
-            note: string | null;
+            /**
+             * @description Free text that may name a customer's contact: given to owners, admins and service keys, left out for other members
+             * @example Pilot, until the contract is signed
+             */
+            note?: string | null;
             /**
              * Format: date-time
              * @description When this value was set
@@ -1403,8 +1406,11 @@ export interface components {
              * @description When it stops applying; null: until deleted
              */
             expires_at: string | null;
-            /** @example Pilot, until the contract is signed */
-            note: string | null;
+            /**
+             * @description Free text that may name a customer's contact: given to owners, admins and service keys, left out for other members
+             * @example Pilot, until the contract is signed
+             */
+            note?: string | null;
             /**
              * Format: date-time
              * @description When this value was set
