@@ -75,9 +75,17 @@ describe('GET /api/billing/session', () => {
     expect(fake.requests).toEqual([]);
   });
 
-  it('accepts the longest valid id', async () => {
-    const session = paidSession({ id: `cs_${'a'.repeat(250)}` });
+  it("accepts an id as long as the provider's (66 characters); a longer one is 404 session_not_found, the provider not asked", async () => {
+    const session = paidSession({ id: `cs_test_${'a'.repeat(58)}` });
+    expect(session.id).toHaveLength(66);
     await get(owner, session.id).expect(200);
+    fake.reset();
+    // Well-formed (400 would say otherwise), but longer than the provider takes on this path: it would refuse it.
+    for (const id of [`${session.id}b`, `cs_${'a'.repeat(250)}`]) {
+      const res = await get(owner, id).expect(404);
+      expect(res.body).toEqual({ statusCode: 404, error: 'Not Found', message: expect.any(String), code: 'session_not_found' });
+    }
+    expect(fake.requests).toEqual([]);
   });
 
   it('400 payment_not_completed for an unpaid session', async () => {

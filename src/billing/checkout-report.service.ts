@@ -5,7 +5,7 @@ import { AppException, notAMember } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { IdentityService } from '../identity/identity.service';
 import { CallerLimits } from '../provider/caller-limits';
-import { CheckoutSessionInfo, PaymentProvider, PaymentProviderError } from '../provider/payment-provider.port';
+import { CHECKOUT_SESSION_ID_MAX_LENGTH, CheckoutSessionInfo, PaymentProvider, PaymentProviderError } from '../provider/payment-provider.port';
 import { providerFailure } from '../provider/provider-failure';
 import { CheckoutSessionResult } from './checkout-session.dto';
 import { packPurchaseOf } from './credit-purchases';
@@ -13,6 +13,7 @@ import { packPurchaseOf } from './credit-purchases';
 // Checked before the provider is called, so a crafted id (`../customers/cus_1`) never reaches its API.
 export const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
 const COMPLETED = ['paid', 'no_payment_required'];
+const sessionNotFound = () => new AppException('session_not_found', 'The payment provider knows no checkout session with this id.');
 // Completed sessions kept per instance (a few hundred bytes each).
 const CACHED_SESSIONS = 5_000;
 
@@ -39,6 +40,8 @@ export class CheckoutReportService {
     if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
       throw new AppException('invalid_session_id', 'session_id must look like cs_… (letters, digits, _).');
     }
+    // Longer than any id of the provider's, which would refuse it: no such session, and no request spent on it.
+    if (sessionId.length > CHECKOUT_SESSION_ID_MAX_LENGTH) throw sessionNotFound();
     const session = this.completed.get(sessionId) ?? (await this.retrieve(caller, sessionId));
     // Access before payment state: a stranger learns nothing about someone else's checkout.
     await this.requireBuyer(caller, session);
@@ -64,9 +67,7 @@ export class CheckoutReportService {
       if (session.status === 'complete' && COMPLETED.includes(session.paymentStatus)) this.completed.set(sessionId, session);
       return session;
     } catch (err) {
-      if (err instanceof PaymentProviderError && err.kind === 'not_found') {
-        throw new AppException('session_not_found', 'The payment provider knows no checkout session with this id.');
-      }
+      if (err instanceof PaymentProviderError && err.kind === 'not_found') throw sessionNotFound();
       throw providerFailure(err);
     }
   }

@@ -2,9 +2,8 @@ import { Controller, Get, Header, Query } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { Public } from '../common/route-auth.decorators';
 import { esc, htmlPage } from '../common/html-page';
-
-// What a checkout session id looks like (as GET /api/billing/session checks it); anything else is not shown.
-const CHECKOUT_SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
+// What a checkout session id looks like (GET /api/billing/session's rule); anything else is not shown.
+import { SESSION_ID } from './checkout-report.service';
 
 const page = (title: string, body: string) => htmlPage(`${title} · Billing`, `<h1>${esc(title)}</h1>\n${body}`);
 
@@ -24,7 +23,7 @@ export class ReturnPagesController {
   @Header('Content-Type', 'text/html; charset=utf-8')
   @Header('Cache-Control', 'no-store')
   success(@Query('session_id') sessionId: unknown, @Query('credits') credits: unknown): string {
-    const shown = typeof sessionId === 'string' && CHECKOUT_SESSION_ID.test(sessionId);
+    const shown = typeof sessionId === 'string' && SESSION_ID.test(sessionId);
     const reference = shown ? `\n<p>Reference: <code>${esc(sessionId)}</code></p>` : '';
     // `credits=1`: the default return of a credit pack's checkout (spec §16.3).
     const what = credits === '1' ? 'Your credits are being added' : 'Your plan is being activated';

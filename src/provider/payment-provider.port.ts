@@ -150,6 +150,12 @@ export class PaymentProviderError extends Error {
   }
 }
 
+/**
+ * The longest checkout session id the provider takes in `GET /v1/checkout/sessions/{session}` (its API
+ * description's maxLength for that path; its own ids, `cs_test_` or `cs_live_` and 58 more, are that long).
+ */
+export const CHECKOUT_SESSION_ID_MAX_LENGTH = 66;
+
 export abstract class PaymentProvider {
   /** Human-readable name for logs: "stripe" or "sandbox". */
   abstract readonly name: string;
@@ -169,7 +175,10 @@ export abstract class PaymentProvider {
    */
   abstract tierPriceIds(tier: string): string[];
 
-  /** Throws PaymentProviderError('not_found') for an id the provider does not know. */
+  /**
+   * Throws PaymentProviderError('not_found') for an id the provider does not know. Ids longer than
+   * CHECKOUT_SESSION_ID_MAX_LENGTH are none of its own: callers answer them without asking.
+   */
   abstract retrieveCheckoutSession(sessionId: string): Promise<CheckoutSessionInfo>;
 
   abstract createCheckoutSession(input: CreateCheckoutInput): Promise<{ id: string; url: string }>;

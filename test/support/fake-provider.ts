@@ -13,8 +13,11 @@ import { signatureHeader, WEBHOOK_PATH } from './webhook-signing';
  * A Stripe-compatible HTTP server for tests, as strict as the provider on what the service calls; the real
  * `stripe` SDK talks to it through PAYPROVIDER_API_URL.
  *
- *   GET  /v1/checkout/sessions/:id      → a stored session (see `addCheckoutSession`), else 404 resource_missing
- *   POST /v1/checkout/sessions          → an open, unpaid session (url `${url}/pay/:id`); its mode's rules (see
+ *   GET  /v1/checkout/sessions/:id      → a stored session (see `addCheckoutSession`), else 404 resource_missing; an
+ *                                         id over the provider's 66 characters → 400 naming `session`
+ *   POST /v1/checkout/sessions          → an open, unpaid session (url `${url}/pay/:id`, `ui_mode` hosted_page: the
+ *                                         pinned API version's elements, embedded_page and form are refused as not
+ *                                         implemented, the older hosted and embedded as the provider does); its mode's rules (see
  *                                         checkoutModeProblem): one-time prices in mode payment, recurring in
  *                                         subscription, `invoice_creation` in payment only, `subscription_data` in
  *                                         subscription only
@@ -44,9 +47,9 @@ import { signatureHeader, WEBHOOK_PATH } from './webhook-signing';
  * `ending_before` (one of them; an id not in the list → 400 resource_missing). A parameter the provider
  * accepts but this double does not implement → 400 saying so, rather than an answer that ignores it.
  *
- * Like the provider: every parameter is checked against the published API description kept in
- * provider-api.json (an unknown one → 400 parameter_unknown; a wrong type, a too-long string, a value
- * outside an enum → 400 naming the param); a customer or price it does not know → 400 resource_missing
+ * Like the provider: every parameter, and the id in the path, is checked against the published API description
+ * kept in provider-api.json (an unknown one → 400 parameter_unknown; a wrong type, a too-long string or id, a
+ * value outside an enum → 400 naming the param); a customer or price it does not know → 400 resource_missing
  * with that param; an Idempotency-Key reused with other parameters → 400 idempotency_error, reused with the
  * same → the first answer again (`Idempotent-Replayed: true`), and one still being carried out → 409
  * `idempotency_key_in_use`; errors carry the provider's error object
@@ -170,7 +173,7 @@ interface Rule {
 }
 type Schema = 'any' | 'string' | Rule;
 type Problem = { code?: string; param: string; message: string };
-const API = providerApi as unknown as { operations: Record<string, { params: Record<string, Schema> }> };
+const API = providerApi as unknown as { operations: Record<string, { path?: Record<string, Schema>; params: Record<string, Schema> }> };
 
 export async function startFakeProvider(opts: { prices?: string[] } = {}): Promise<FakeProvider> {
   const requests: RecordedRequest[] = [];
@@ -229,6 +232,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       expires_at: nowSeconds() + 86_400,
       livemode: false,
       metadata: {},
+      ui_mode: 'hosted_page',
       ...overrides,
     };
     sessions.set(session.id, session);
@@ -292,27 +296,30 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     }
     const retrieve = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(req.path);
     if (req.method === 'GET' && retrieve) {
-      const invalid = validate('GET /v1/checkout/sessions/{session}', req.query);
+      const id = decodeURIComponent(retrieve[1]);
+      const invalid = validate('GET /v1/checkout/sessions/{session}', req.query, { session: id });
       if (invalid) return invalid;
-      const session = sessions.get(decodeURIComponent(retrieve[1]));
+      const session = sessions.get(id);
       if (session) return [200, session];
-      return [404, missing('checkout.session', decodeURIComponent(retrieve[1]), 'session')];
+      return [404, missing('checkout.session', id, 'session')];
     }
     const subscription = /^\/v1\/subscriptions\/([^/]+)$/.exec(req.path);
     if (req.method === 'GET' && subscription) {
-      const invalid = validate('GET /v1/subscriptions/{subscription_exposed_id}', req.query) ?? unsupportedExpansion(req.query, []);
+      const id = decodeURIComponent(subscription[1]);
+      const invalid = validate('GET /v1/subscriptions/{subscription_exposed_id}', req.query, { subscription_exposed_id: id }) ?? unsupportedExpansion(req.query, []);
       if (invalid) return invalid;
-      const found = subscriptions.get(decodeURIComponent(subscription[1]));
+      const found = subscriptions.get(id);
       if (found) return [200, found];
-      return [404, missing('subscription', decodeURIComponent(subscription[1]), 'id')];
+      return [404, missing('subscription', id, 'id')];
     }
     const price = /^\/v1\/prices\/([^/]+)$/.exec(req.path);
     if (req.method === 'GET' && price) {
-      const invalid = validate('GET /v1/prices/{price}', req.query);
+      const id = decodeURIComponent(price[1]);
+      const invalid = validate('GET /v1/prices/{price}', req.query, { price: id });
       if (invalid) return invalid;
-      const found = prices.get(decodeURIComponent(price[1]));
+      const found = prices.get(id);
       if (found) return [200, found];
-      return [404, missing('price', decodeURIComponent(price[1]), 'price')];
+      return [404, missing('price', id, 'price')];
     }
     if (req.method === 'GET' && req.path === '/v1/subscriptions') {
       const invalid =
@@ -345,6 +352,11 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       const invalid = validate('POST /v1/checkout/sessions', req.body);
       if (invalid) return invalid;
       const b = req.body as Record<string, any>;
+      // The pinned API version's modes (`hosted` and `embedded` before it: refused by the enum above); only the
+      // hosted page, which gives the session a url, is carried out here.
+      if (b.ui_mode !== undefined && b.ui_mode !== 'hosted_page') {
+        return [400, stripeError({ type: 'invalid_request_error', param: 'ui_mode', message: `The test double does not implement ui_mode=${b.ui_mode}` })];
+      }
       if (b.customer !== undefined && !customers.has(b.customer)) return [400, missing('customer', b.customer, 'customer')];
       const items: Record<string, any>[] = b.line_items ?? [];
       if ((b.mode === 'subscription' || b.mode === 'payment') && !items.length) {
@@ -375,9 +387,9 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     }
     const expire = /^\/v1\/checkout\/sessions\/([^/]+)\/expire$/.exec(req.path);
     if (req.method === 'POST' && expire) {
-      const invalid = validate('POST /v1/checkout/sessions/{session}/expire', req.body);
-      if (invalid) return invalid;
       const id = decodeURIComponent(expire[1]);
+      const invalid = validate('POST /v1/checkout/sessions/{session}/expire', req.body, { session: id });
+      if (invalid) return invalid;
       const session = sessions.get(id);
       if (!session) return [404, missing('checkout.session', id, 'session')];
       if (session.status !== 'open') {
@@ -416,9 +428,9 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     }
     const customer = /^\/v1\/customers\/([^/]+)$/.exec(req.path);
     if (req.method === 'GET' && customer) {
-      const invalid = validate('GET /v1/customers/{customer}', req.query) ?? unsupportedExpansion(req.query, []);
-      if (invalid) return invalid;
       const id = decodeURIComponent(customer[1]);
+      const invalid = validate('GET /v1/customers/{customer}', req.query, { customer: id }) ?? unsupportedExpansion(req.query, []);
+      if (invalid) return invalid;
       if (customers.has(id)) return [200, customers.get(id)];
       // The provider keeps answering a deleted customer, as a stub.
       if (deletedCustomers.has(id)) return [200, { id, object: 'customer', deleted: true }];
@@ -699,10 +711,24 @@ function listPage(listed: Record<string, any>[], req: RecordedRequest, resource:
   return [200, { object: 'list', data: listed.slice(from, to), has_more: hasMore, url: req.path }];
 }
 
-/** Checks form parameters against the operation's schema; answers the provider's 400 for the first offence. */
-export function validate(operation: string, params: Record<string, unknown>): [number, unknown] | undefined {
-  const problem = check(API.operations[operation].params, params, '');
+/**
+ * Checks the ids in the path (`path`: each of the operation's path parameters, decoded) and the form parameters
+ * against the operation's schema; answers the provider's 400 for the first offence.
+ */
+export function validate(operation: string, params: Record<string, unknown>, path: Record<string, string> = {}): [number, unknown] | undefined {
+  const op = API.operations[operation];
+  const problem = checkPath(operation, op.path ?? {}, path) ?? check(op.params, params, '');
   return problem && [400, stripeError({ type: 'invalid_request_error', ...problem })];
+}
+
+function checkPath(operation: string, schema: Record<string, Schema>, path: Record<string, string>): Problem | undefined {
+  const declared = Object.keys(schema).sort().join();
+  if (declared !== Object.keys(path).sort().join()) throw new Error(`fake provider: ${operation} takes the path parameters [${declared}], given [${Object.keys(path)}]`);
+  for (const [name, rule] of Object.entries(schema)) {
+    const problem = checkValue(rule, path[name], name);
+    if (problem) return problem;
+  }
+  return undefined;
 }
 
 function check(schema: Record<string, Schema>, params: Record<string, unknown>, prefix: string): Problem | undefined {

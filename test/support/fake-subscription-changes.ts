@@ -58,7 +58,7 @@ export function subscriptionChangeRoutes(state: ChangeState): FakeRoute {
     const id = decodeURIComponent(schedule[1]);
     if (req.method === 'GET' && !schedule[2]) {
       const found = state.schedules.get(id);
-      return validate('GET /v1/subscription_schedules/{schedule}', req.query) ?? (found ? [200, found] : [404, missing('subscription_schedule', id, 'schedule')]);
+      return validate('GET /v1/subscription_schedules/{schedule}', req.query, { schedule: id }) ?? (found ? [200, found] : [404, missing('subscription_schedule', id, 'schedule')]);
     }
     if (req.method !== 'POST') return undefined;
     return schedule[2] ? releaseSchedule(state, req, id) : updateSchedule(state, req, id);
@@ -136,7 +136,7 @@ function taxProblem(state: ChangeState, sub: Record<string, any>): Answer | unde
 function updateSubscription(state: ChangeState, req: RecordedRequest, id: string): Answer {
   const params = req.body as Record<string, any>;
   const problem =
-    validate('POST /v1/subscriptions/{subscription_exposed_id}', params) ??
+    validate('POST /v1/subscriptions/{subscription_exposed_id}', params, { subscription_exposed_id: id }) ??
     unsupported(params, ['items', 'proration_behavior', 'payment_behavior', 'proration_date', 'cancel_at_period_end']);
   if (problem) return problem;
   const sub = state.subscriptions.get(id);
@@ -350,7 +350,7 @@ function createSchedule(state: ChangeState, req: RecordedRequest): Answer {
 
 function updateSchedule(state: ChangeState, req: RecordedRequest, id: string): Answer {
   const params = req.body as Record<string, any>;
-  const problem = validate('POST /v1/subscription_schedules/{schedule}', params) ?? unsupported(params, ['phases', 'end_behavior', 'proration_behavior']);
+  const problem = validate('POST /v1/subscription_schedules/{schedule}', params, { schedule: id }) ?? unsupported(params, ['phases', 'end_behavior', 'proration_behavior']);
   if (problem) return problem;
   const schedule = state.schedules.get(id);
   if (!schedule) return [404, missing('subscription_schedule', id, 'schedule')];
@@ -382,7 +382,7 @@ function updateSchedule(state: ChangeState, req: RecordedRequest, id: string): A
 }
 
 function releaseSchedule(state: ChangeState, req: RecordedRequest, id: string): Answer {
-  const problem = validate('POST /v1/subscription_schedules/{schedule}/release', req.body) ?? unsupported(req.body, []);
+  const problem = validate('POST /v1/subscription_schedules/{schedule}/release', req.body, { schedule: id }) ?? unsupported(req.body, []);
   if (problem) return problem;
   const schedule = state.schedules.get(id);
   if (!schedule) return [404, missing('subscription_schedule', id, 'schedule')];
