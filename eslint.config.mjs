@@ -30,11 +30,11 @@ const LAYERS = [
 // the application from the root module).
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', '.data/', 'packages/*/dist/', 'packages/*/node_modules/', 'packages/client/src/schema.ts'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', '.data/', 'packages/*/dist/', 'packages/*/node_modules/', 'examples/*/dist/', 'packages/client/src/schema.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', __dirname: 'readonly', require: 'readonly', module: 'writable', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', fetch: 'readonly', URL: 'readonly' } },
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', __dirname: 'readonly', require: 'readonly', module: 'writable', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', fetch: 'readonly', URL: 'readonly', AbortSignal: 'readonly' } },
     rules: {
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],

@@ -1,0 +1,103 @@
+import type { Metric, ServiceError } from '@billing-licensing/client';
+import { useId, useState } from 'react';
+import { useCredits } from '../hooks.js';
+import type { Labels } from '../labels.js';
+import { useBilling, useLabels } from '../provider.js';
+import { asServiceError } from '../store.js';
+import { assignLocation, ErrorState, Loading, type Redirect } from './shared.js';
+
+export interface CreditBalanceProps {
+  metric: Metric;
+  labels?: Partial<Labels>;
+  /** Where the pack's checkout returns after paying (under the service's APP_URL); default the service's. */
+  successUrl?: string;
+  cancelUrl?: string;
+  onRedirect?: Redirect;
+  headingLevel?: 2 | 3 | 4;
+}
+
+/**
+ * A credits metric: what is left of the included amount, the balance and each grant's expiry (when the service
+ * answers them), and "buy" for each credit pack on sale, which opens the provider's checkout for one pack.
+ */
+export function CreditBalance(props: CreditBalanceProps) {
+  const labels = useLabels(props.labels);
+  const { client, organisationId, format } = useBilling();
+  const credits = useCredits(props.metric);
+  const titleId = useId();
+  const [buying, setBuying] = useState<string | null>(null);
+  const [error, setError] = useState<ServiceError | null>(null);
+  const Title = `h${props.headingLevel ?? 2}` as 'h2';
+  const metricName = labels.metricName(props.metric);
+
+  async function buy(pack: string) {
+    if (buying) return;
+    setBuying(pack);
+    setError(null);
+    try {
+      const { url } = await client.buyCredits({
+        organisation_id: organisationId,
+        pack,
+        quantity: 1,
+        ...(props.successUrl ? { success_url: props.successUrl } : {}),
+        ...(props.cancelUrl ? { cancel_url: props.cancelUrl } : {}),
+      });
+      (props.onRedirect ?? assignLocation)(url);
+    } catch (err) {
+      setError(asServiceError(err));
+      setBuying(null);
+    }
+  }
+
+  let body;
+  if (credits.loading) body = <Loading labels={labels} />;
+  else if (!credits.data) body = credits.error ? <ErrorState error={credits.error} labels={labels} onRetry={() => void credits.refresh()} /> : null;
+  else {
+    const c = credits.data;
+    body = (
+      <>
+        <p>{labels.includedLeft(format.number(c.includedLeft), format.number(c.included))}</p>
+        {c.balance === null ? <p className="bl-muted">{labels.balanceUnavailable}</p> : <p>{labels.balance(format.number(c.balance))}</p>}
+        {c.grants && c.grants.length > 0 ? (
+          <ul className="bl-grants">
+            {c.grants.map((grant, i) => (
+              <li key={i}>
+                {grant.expires_at === null
+                  ? labels.grantNeverExpires(format.number(grant.amount))
+                  : labels.grantExpires(format.number(grant.amount), format.date(grant.expires_at))}
+              </li>
+            ))}
+          </ul>
+        ) : null}
+        {c.packs.length > 0 ? (
+          <ul className="bl-packs">
+            {c.packs.map((pack) => {
+              const price = pack.prices[0];
+              if (!price) return null;
+              return (
+                <li key={pack.pack}>
+                  <button type="button" className="bl-button bl-primary" disabled={buying !== null} onClick={() => void buy(pack.pack)}>
+                    {labels.buyPack(format.number(pack.amount), metricName, format.money(price.unit_amount, price.currency))}
+                  </button>
+                  {pack.expires_after_days !== null ? <span className="bl-muted"> {labels.packValidity(format.number(pack.expires_after_days))}</span> : null}
+                </li>
+              );
+            })}
+          </ul>
+        ) : null}
+        {buying ? (
+          <p className="bl-notice" role="status">
+            {labels.redirecting}
+          </p>
+        ) : null}
+        {error ? <ErrorState error={error} labels={labels} /> : null}
+      </>
+    );
+  }
+  return (
+    <section className="bl-card bl-credits" aria-labelledby={titleId}>
+      <Title id={titleId}>{labels.creditsTitle(metricName)}</Title>
+      {body}
+    </section>
+  );
+}

@@ -1,0 +1,11 @@
+export { BillingProvider, useBilling, type BillingContextValue, type BillingProviderProps, type InitialData } from './provider.js';
+export { useCredits, useEntitlements, useFeature, usePlans, useSubscription, useUsage, type Credits, type FeatureState, type Read } from './hooks.js';
+export type { ReadState } from './store.js';
+export { defaultLabels, type Labels } from './labels.js';
+export { createFormatter, type Formatter } from './format.js';
+export { PricingTable, type PricingTableProps } from './components/PricingTable.js';
+export { PlanManager, type PlanManagerProps } from './components/PlanManager.js';
+export { UsageMeter, type UsageMeterProps } from './components/UsageMeter.js';
+export { CreditBalance, type CreditBalanceProps } from './components/CreditBalance.js';
+export { Paywall, type PaywallProps } from './components/Paywall.js';
+export { ErrorState } from './components/shared.js';
