@@ -136,9 +136,15 @@ describe('sandbox: credit packs (spec §16.3, §16.6)', () => {
     // The card given is the customer's default: a top-up can charge it later.
     expect((await t.db.query(`SELECT default_payment_method FROM sandbox_customers WHERE id = $1`, [customer]))[0].default_payment_method).toMatch(/^pm_/);
 
+    // The signed checkout.session.completed granted the credits: 3 packs of 1,000,000, expiring after 365 days.
+    const grants = () =>
+      t.db.query(`SELECT amount::float8 AS amount, source, category, reference, expires_at > now() + interval '364 days' AS expires_in_a_year FROM credit_grants WHERE organisation_id = $1`, [orgId]);
+    expect(await grants()).toEqual([{ amount: 3_000_000, source: 'top_up', category: 'paid', reference: res.body.session_id, expires_in_a_year: true }]);
+
     // Paying again buys nothing twice.
     await t.http().post(`${path}/pay`).type('form').send({ total: '3000' }).expect(303);
     expect(await count(`SELECT count(*)::int AS n FROM sandbox_invoices WHERE customer_id = $1`, [customer])).toBe(1);
+    expect(await grants()).toHaveLength(1);
     expect((await t.http().get(path).expect(200)).text).toContain('This checkout is already paid');
 
     // The next purchase reuses the customer; the default quantity is 1.

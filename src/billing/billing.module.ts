@@ -12,18 +12,21 @@ import { CheckoutReportService } from './checkout-report.service';
 import { CreditCheckoutService } from './credit-checkout.service';
 import { CreditPurchasesController } from './credit-purchases.controller';
 import { CustomerRecords } from './customer-records.service';
+import { CreditTopUpsService } from './credit-top-ups.service';
+import { CreditsModule } from '../credits/credits.module';
 
 /**
  * The plan list and its prices; checkout, portal, checkout-session report and billing history; buying credit packs;
  * the pages a buyer returns to. The provider is reached only through the PaymentProvider port (src/provider).
  */
 @Module({
-  imports: [SubscriptionsModule],
+  imports: [SubscriptionsModule, CreditsModule],
   controllers: [BillingController, CreditPurchasesController, ReturnPagesController],
   providers: [
     CheckoutReportService,
     CheckoutService,
     CreditCheckoutService,
+    CreditTopUpsService,
     CustomerRecords,
     PortalService,
     PlansService,
@@ -31,6 +34,6 @@ import { CustomerRecords } from './customer-records.service';
     BillingHistoryRepository,
     OpenCheckoutsRepository,
   ],
-  exports: [HistoryService],
+  exports: [HistoryService, CreditTopUpsService],
 })
 export class BillingModule {}

@@ -3,6 +3,7 @@ import { AppException } from '../common/app-exception';
 import { AuthUser } from '../common/current-user.decorator';
 import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
+import { MAX_GRANT_AMOUNT } from '../credits/credits.service';
 import { CallerLimits } from '../provider/caller-limits';
 import { PackCheckoutInput, PaymentProvider, PaymentProviderError } from '../provider/payment-provider.port';
 import { providerFailure } from '../provider/provider-failure';
@@ -41,6 +42,10 @@ export class CreditCheckoutService {
     const successUrl = requireReturnUrl('success_url', dto.success_url ?? `${app.origin}/billing/success?session_id={CHECKOUT_SESSION_ID}&credits=1`, app);
     const cancelUrl = requireReturnUrl('cancel_url', dto.cancel_url ?? `${app.origin}/billing/cancel`, app);
     const quantity = dto.quantity ?? 1;
+    // The grant is amount × quantity, and no grant is larger than MAX_GRANT_AMOUNT (spec §16.2).
+    if (this.config.creditPacks[pack].amount * quantity > MAX_GRANT_AMOUNT) {
+      throw new AppException('validation_failed', `quantity must be at most ${Math.floor(MAX_GRANT_AMOUNT / this.config.creditPacks[pack].amount)} for the pack ${pack}.`);
+    }
     const organisationId = dto.organisation_id;
     try {
       this.callerLimits.take(caller.id);

@@ -95,10 +95,22 @@ export const invoiceSchema = z.looseObject({
 
 export const customerSchema = z.looseObject({ id: z.string().optional() });
 
+/** A checkout session (`checkout.session.*` events): what a paid credit pack's grant is made from (spec §16.3). */
+export const checkoutSessionSchema = z.looseObject({
+  id: z.string().optional(),
+  customer: id.nullish(),
+  mode: z.string().nullish(),
+  status: z.string().nullish(),
+  payment_status: z.string().nullish(),
+  client_reference_id: z.string().nullish(),
+  metadata: metadata.nullish(),
+});
+
 export type SubscriptionObject = z.output<typeof subscriptionSchema>;
 export type ScheduleObject = z.output<typeof scheduleSchema>;
 export type InvoiceObject = z.output<typeof invoiceSchema>;
 export type CustomerObject = z.output<typeof customerSchema>;
+export type CheckoutSessionObject = z.output<typeof checkoutSessionSchema>;
 
 /** Why `object` does not fit `schema` (the first few fields, named by their path), or undefined. */
 export function wrongTypes(schema: ZodType, object: unknown): string | undefined {

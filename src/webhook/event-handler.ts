@@ -72,6 +72,8 @@ export type FailureCode =
   | 'tier_unresolvable'
   | 'organisation_conflict'
   | 'created_in_future'
+  /** A paid credit pack that the tier table does not sell (any more), or whose grant it refuses: fix it, then replay. */
+  | 'pack_unknown'
   /** The provider could not say what is current (a tie of two `.updated`): replay once it answers. */
   | 'provider_unavailable';
 

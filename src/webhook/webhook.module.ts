@@ -4,6 +4,7 @@ import { BillingModule } from '../billing/billing.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { EventDispatcher } from './event-dispatcher';
+import { CheckoutSessionAsyncPaymentSucceededHandler, CheckoutSessionCompletedHandler } from './checkout-session.handlers';
 import { CustomerDeletedHandler } from './customer-deleted.handler';
 import { InvoicePaidHandler, InvoicePaymentSucceededHandler } from './paid-invoice.handlers';
 import { OrganisationLinks } from './organisation-links';
@@ -40,6 +41,8 @@ import { WebhookSignatureGuard } from './webhook-signature.guard';
     InvoicePaymentSucceededHandler,
     InvoicePaidHandler,
     CustomerDeletedHandler,
+    CheckoutSessionCompletedHandler,
+    CheckoutSessionAsyncPaymentSucceededHandler,
     ProviderSync,
     ProviderSyncSchedule,
     SyncSpillRepository,
