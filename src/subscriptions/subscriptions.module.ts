@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { SubscriptionChangeOutcomes } from './change-outcomes';
 import { PendingUsersLimits } from './pending-users-limit';
+import { PlanVersionsRepository } from './plan-versions.repository';
+import { PlanVersionsService } from './plan-versions.service';
 import { SubscriptionClaims } from './subscription-claims';
 import { SubscriptionClaimsRepository } from './subscription-claims.repository';
 import { SubscriptionChangesService } from './subscription-changes.service';
@@ -11,7 +13,7 @@ import { SubscriptionsService } from './subscriptions.service';
 /**
  * The provider subscriptions tied to an organisation (table provider_subscriptions) and the rules that keep
  * them: the reading of a provider subscription object, event order, when grace starts, what a schedule holds,
- * tier resolution; and the organisation's subscription read and changes (spec §11.4, one change at a time per
+ * tier resolution, the plan versions (plan_versions, recorded at start); and the organisation's subscription read and changes (spec §11.4, one change at a time per
  * organisation: subscription_change_claims). The webhook, the reconciliation and checkout call
  * SubscriptionsService; licensing reads the subscriptions through the database function this module owns.
  * The provider is reached through the PaymentProvider port; LicenseChanges is the port it tells.
@@ -26,7 +28,9 @@ import { SubscriptionsService } from './subscriptions.service';
     SubscriptionClaimsRepository,
     PendingUsersLimits,
     SubscriptionChangeOutcomes,
+    PlanVersionsRepository,
+    PlanVersionsService,
   ],
-  exports: [SubscriptionsService, PendingUsersLimits, SubscriptionChangeOutcomes],
+  exports: [SubscriptionsService, PendingUsersLimits, SubscriptionChangeOutcomes, PlanVersionsService],
 })
 export class SubscriptionsModule {}
