@@ -5,8 +5,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * (`licensing.period_usage`), which the entitlements read and credits' own read (the included amount's `used`)
  * both call, so the rule of which counter is the period's is written once.
  */
-export class CreditReads1764002300000 implements MigrationInterface {
-  name = 'CreditReads1764002300000';
+export class CreditReads1764002310000 implements MigrationInterface {
+  name = 'CreditReads1764002310000';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
     // Each metric's count in the current period (a metric counted per period: its billing period's counter; any

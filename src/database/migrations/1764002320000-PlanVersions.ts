@@ -4,8 +4,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * Plan versions (spec §17): each tier's definition as the tier table gave it, recorded at start when it changed
  * (version 1 the first seen). A version is never edited or deleted: a trigger refuses both.
  */
-export class PlanVersions1764002300000 implements MigrationInterface {
-  name = 'PlanVersions1764002300000';
+export class PlanVersions1764002320000 implements MigrationInterface {
+  name = 'PlanVersions1764002320000';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`
