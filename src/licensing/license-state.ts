@@ -113,6 +113,6 @@ export const LICENSING_FUNCTIONS: DatabaseFunction[] = [
   tableFunction('licensing.live_overrides', 'org uuid', { name: 'text', value: 'jsonb', expires_at: 'timestamp with time zone', note: 'text', created_at: 'timestamp with time zone' }),
   tableFunction('licensing.expired_overrides', '', { organisation_id: 'uuid', expires_at: 'timestamp with time zone' }),
   { name: 'licensing.counter_period', arguments: 'tiers jsonb, metric text, ai_period bigint', returns: 'bigint', inlined: true },
-  /** Each metric's count in the current period (1764002300000-CreditReads.ts): the entitlements read, credits' read. */
+  /** Each metric's count in the current period (1764002310000-CreditReads.ts): the entitlements read, credits' read. */
   tableFunction('licensing.period_usage', 'org uuid, tiers jsonb, ai_period bigint', { metric: 'text', used: 'bigint' }),
 ];
