@@ -109,8 +109,19 @@ describe('credits: a paid pack is granted once per checkout session', () => {
     // Twenty distinct events of one session delivered at once, to two instances.
     const third = packSession(org, { quantity: 5 });
     const burst = Array.from({ length: 20 }, (_, i) => (i % 2 ? completed(third) : asyncSucceeded(third)));
-    const statuses = await Promise.all(burst.map((e, i) => deliver((i % 2 ? a : b).app.getHttpServer(), e).then((r) => r.status)));
-    expect(statuses.every((s) => s === 200)).toBe(true);
+    // As the provider does, an event answered 503 (the database too busy: nothing committed) is delivered again;
+    // any other answer than 200 or 503 is a fault.
+    const refused: number[] = [];
+    await Promise.all(
+      burst.map(async (e, i) => {
+        for (let status = 0; status !== 200; ) {
+          status = (await deliver((i % 2 ? a : b).app.getHttpServer(), e)).status;
+          if (status !== 200 && status !== 503) refused.push(status);
+          if (refused.length) return;
+        }
+      }),
+    );
+    expect(refused).toEqual([]);
     const burstOutcomes = await outcomes(burst.map((e) => e.id));
     expect(burstOutcomes.filter((o: { reason: string }) => /^granted/.test(o.reason))).toHaveLength(1);
     expect(burstOutcomes.filter((o: { reason: string }) => /^already granted/.test(o.reason))).toHaveLength(19);
