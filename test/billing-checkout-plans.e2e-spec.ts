@@ -24,7 +24,7 @@ describe('POST /api/billing/checkout: plans, seats and trials', () => {
     fake.addPrice('price_team_m');
     t = await startTestApp({
       env: {
-        ...fakeProviderEnv(fake),
+        ...fakeProviderEnv(fake, 10_000),
         TIERS_FILE: tiersFile(),
         PAYPROVIDER_PRICE_PRO: 'price_pro_m,price_pro_y',
         PAYPROVIDER_PRICE_TEAM: 'price_team_m',

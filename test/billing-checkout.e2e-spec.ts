@@ -14,7 +14,7 @@ describe('POST /api/billing/checkout', () => {
     fake = await startFakeProvider({ prices: ['price_pro', 'price_ent'] });
     // team is a paid tier with no price configured.
     t = await startTestApp({
-      env: { ...fakeProviderEnv(fake), APP_URL: APP, PAYPROVIDER_PRICE_PRO: 'price_pro', PAYPROVIDER_PRICE_ENTERPRISE: 'price_ent' },
+      env: { ...fakeProviderEnv(fake, 10_000), APP_URL: APP, PAYPROVIDER_PRICE_PRO: 'price_pro', PAYPROVIDER_PRICE_ENTERPRISE: 'price_ent' },
     });
     orgId = (await createOrganisation(t)).id;
     owner = await createUserWithSession(t, { org: orgId, role: 'owner' });

@@ -117,7 +117,7 @@ describe('billing: credit packs at the provider', () => {
   it('sends the checkout options (promotion codes, automatic tax with the customer kept up to date)', async () => {
     const app = await startTestApp({
       databaseUrl: t.databaseUrl,
-      env: { ...fakeProviderEnv(fake), APP_URL: APP, TIERS_FILE: packsTiersFile(), PAYPROVIDER_PRICE_PACK_TOKENS_1M: 'price_1m', PAYPROVIDER_ALLOW_PROMOTION_CODES: 'true', PAYPROVIDER_AUTOMATIC_TAX: 'true' },
+      env: { ...fakeProviderEnv(fake, 10_000), APP_URL: APP, TIERS_FILE: packsTiersFile(), PAYPROVIDER_PRICE_PACK_TOKENS_1M: 'price_1m', PAYPROVIDER_ALLOW_PROMOTION_CODES: 'true', PAYPROVIDER_AUTOMATIC_TAX: 'true' },
     });
     try {
       const orgId = (await createOrganisation(app)).id;
@@ -166,7 +166,7 @@ describe('billing: credit packs at the provider', () => {
   it("the provider refuses a recurring price in mode payment (its rule, in the double too): 500, nothing sold", async () => {
     const app = await startTestApp({
       databaseUrl: t.databaseUrl,
-      env: { ...fakeProviderEnv(fake), APP_URL: APP, TIERS_FILE: packsTiersFile(), PAYPROVIDER_PRICE_PACK_TOKENS_1M: 'price_5m_monthly' },
+      env: { ...fakeProviderEnv(fake, 10_000), APP_URL: APP, TIERS_FILE: packsTiersFile(), PAYPROVIDER_PRICE_PACK_TOKENS_1M: 'price_5m_monthly' },
     });
     try {
       const orgId = (await createOrganisation(app)).id;

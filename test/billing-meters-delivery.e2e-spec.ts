@@ -16,7 +16,9 @@ const METER = '/v1/billing/meter_events';
 describe('provider meters: delivery', () => {
   let fake: FakeProvider;
   let t: TestApp;
-  const env = () => ({ ...fakeProviderEnv(fake, 2000), SERVICE_API_KEYS: KEY, PAYPROVIDER_METER_AI_TOKENS: 'tokens_used', METER_FLUSH_S: '1' });
+  // The tests count the posts of each window: a per-attempt timeout shorter than a loaded machine's slowest
+  // answer would make a second, correct attempt (the provider answers it "already exists") and fail the count.
+  const env = () => ({ ...fakeProviderEnv(fake, 10_000), SERVICE_API_KEYS: KEY, PAYPROVIDER_METER_AI_TOKENS: 'tokens_used', METER_FLUSH_S: '1' });
   beforeAll(async () => {
     fake = await startFakeProvider();
     t = await startTestApp({ env: env() });
@@ -242,7 +244,7 @@ describe('provider meters: the provider\'s rules, through the port', () => {
   let t: TestApp;
   beforeAll(async () => {
     fake = await startFakeProvider();
-    t = await startTestApp({ env: { ...fakeProviderEnv(fake, 2000), PAYPROVIDER_METER_AI_TOKENS: 'tokens_used' } });
+    t = await startTestApp({ env: { ...fakeProviderEnv(fake, 10_000), PAYPROVIDER_METER_AI_TOKENS: 'tokens_used' } });
   });
   afterAll(async () => {
     await t.close();

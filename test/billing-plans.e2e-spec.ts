@@ -31,7 +31,7 @@ describe('billing: GET /api/billing/plans against the provider (strict double)',
     fake.addPrice('price_team_seat', { currency: 'eur', unit_amount: 1200, recurring: { interval: 'month', interval_count: 3, meter: null, usage_type: 'licensed' } });
     t = await startTestApp({
       env: {
-        ...fakeProviderEnv(fake),
+        ...fakeProviderEnv(fake, 10_000),
         TIERS_FILE: tiersFile(),
         PAYPROVIDER_PRICE_PRO: 'price_pro_monthly,price_pro_yearly,price_pro_2024',
         PAYPROVIDER_PRICE_TEAM: 'price_team_seat,price_team_gone',

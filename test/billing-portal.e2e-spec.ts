@@ -11,7 +11,7 @@ describe('GET /api/billing/portal', () => {
 
   beforeAll(async () => {
     fake = await startFakeProvider();
-    t = await startTestApp({ env: { ...fakeProviderEnv(fake), APP_URL: APP }, logLines });
+    t = await startTestApp({ env: { ...fakeProviderEnv(fake, 10_000), APP_URL: APP }, logLines });
   });
   afterAll(async () => {
     await t.close();

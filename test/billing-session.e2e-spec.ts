@@ -10,7 +10,7 @@ describe('GET /api/billing/session', () => {
 
   beforeAll(async () => {
     fake = await startFakeProvider();
-    t = await startTestApp({ env: fakeProviderEnv(fake) });
+    t = await startTestApp({ env: fakeProviderEnv(fake, 10_000) });
     orgId = (await createOrganisation(t)).id;
     owner = await createUserWithSession(t, { org: orgId, role: 'owner' });
   });

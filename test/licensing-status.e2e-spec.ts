@@ -159,20 +159,22 @@ describe('GET /api/licensing/status', () => {
   describe('license derived from the subscriptions the webhook keeps', () => {
     const grace = 7 * DAY;
     it.each([
-      // status, when it became past_due, is_active, is_expired, limits in force
+      // status, how long ago it became past_due (s), is_active, is_expired, limits in force. The age, not the
+      // time: a table is built when the file loads, and on a loaded machine its group reaches this test minutes later.
       ['active', 'period running', null, true, false, PRO],
       ['trialing', 'period running', null, true, false, PRO],
-      ['past_due', 'since a day', nowS() - 1 * DAY, true, false, PRO],
-      ['past_due', 'just inside grace', nowS() - grace + 120, true, false, PRO],
-      ['past_due', 'just beyond grace', nowS() - grace - 120, false, true, FREE],
+      ['past_due', 'since a day', 1 * DAY, true, false, PRO],
+      ['past_due', 'just inside grace', grace - 120, true, false, PRO],
+      ['past_due', 'just beyond grace', grace + 120, false, true, FREE],
       ['unpaid', 'period ended', null, false, true, FREE],
       ['incomplete_expired', 'never paid', null, false, true, FREE],
       ['canceled', 'before its deletion event', null, false, true, FREE],
       ['paused', 'paused', null, false, true, FREE],
-    ])('pro + %s (%s) → is_active %s, is_expired %s', async (subStatus, _label, pastDueSince, active, expired, limits) => {
+    ])('pro + %s (%s) → is_active %s, is_expired %s', async (subStatus, _label, pastDueFor, active, expired, limits) => {
       const { org, user } = await memberOfNewOrg();
+      const pastDueSince = pastDueFor === null ? null : nowS() - (pastDueFor as number);
       // The provider moves the period forward at each renewal attempt: the period end says nothing of grace.
-      await setLicense(t, org.id, { tier: 'pro', status: subStatus as string, pastDueSince: pastDueSince as number | null });
+      await setLicense(t, org.id, { tier: 'pro', status: subStatus as string, pastDueSince });
       const res = await status(org.id, user.auth).expect(200);
       // A lapsed paid license still reports its paid tier, with the free limits in force.
       expect(res.body).toEqual(body('pro', active as boolean, expired as boolean, limits as typeof FREE));
@@ -222,11 +224,12 @@ describe('GET /api/licensing/status', () => {
 
   describe('GRACE_PERIOD_DAYS', () => {
     it.each([
-      ['2 minutes inside', nowS() - 2 * DAY + 120, true, false],
-      ['2 minutes beyond', nowS() - 2 * DAY - 120, false, true],
-    ])('past_due %s a 2-day grace: is_active %s, is_expired %s', async (_label, pastDueSince, active, expired) => {
+      // how long ago it became past_due (s), computed into a time when the test runs, not when the file loads
+      ['2 minutes inside', 2 * DAY - 120, true, false],
+      ['2 minutes beyond', 2 * DAY + 120, false, true],
+    ])('past_due %s a 2-day grace: is_active %s, is_expired %s', async (_label, pastDueFor, active, expired) => {
       const { org, user } = await memberOfNewOrg();
-      await setLicense(t, org.id, { tier: 'pro', status: 'past_due', pastDueSince });
+      await setLicense(t, org.id, { tier: 'pro', status: 'past_due', pastDueSince: nowS() - pastDueFor });
       const res = await short.http().get('/api/licensing/status').query({ organisation_id: org.id }).set(user.auth).expect(200);
       expect(res.body.license).toEqual({ is_active: active, is_expired: expired, tier: 'pro' });
       // The same row under the default 7 days is still in grace.
