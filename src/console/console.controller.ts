@@ -93,6 +93,30 @@ export class ConsoleController {
     redirectWithFlash(res, `/console/organisations/${encodeURIComponent(id)}`, await this.console.removeOverride(id, name, req.operator!));
   }
 
+  @Post('organisations/:id/credits/grants')
+  async grantCredits(@Param('id') id: string, @Body() body: Record<string, unknown>, @Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
+    const field = (name: string, max = 500) => text(body[name], name, max) ?? '';
+    const flash = await this.console.grantCredits(
+      id,
+      {
+        metric: field('metric', 100),
+        amount: field('amount', 20),
+        category: field('category', 20),
+        priority: field('priority', 5),
+        expiresAt: field('expires_at', 30),
+        note: field('note'),
+        idempotencyKey: field('idempotency_key', 255),
+      },
+      req.operator!,
+    );
+    redirectWithFlash(res, `/console/organisations/${encodeURIComponent(id)}`, flash);
+  }
+
+  @Post('organisations/:id/credits/grants/:grantId/void')
+  async voidCredits(@Param('id') id: string, @Param('grantId') grantId: string, @Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
+    redirectWithFlash(res, `/console/organisations/${encodeURIComponent(id)}`, await this.console.voidCredits(id, grantId, req.operator!));
+  }
+
   @Get('events')
   async events(@Query() query: Record<string, unknown>, @Req() req: ConsoleRequest, @Res() res: Response): Promise<void> {
     const f = {

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { CreditsModule } from '../credits/credits.module';
 import { LicensingModule } from '../licensing/licensing.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { WebhookModule } from '../webhook/webhook.module';
@@ -19,7 +20,7 @@ import { SignInController } from './sign-in.controller';
  * itself: its actions call the owning modules' services, which audit them.
  */
 @Module({
-  imports: [LicensingModule, NotificationsModule, WebhookModule],
+  imports: [CreditsModule, LicensingModule, NotificationsModule, WebhookModule],
   controllers: [SignInController, ConsoleController],
   providers: [ConsoleAuthRepository, ConsoleAuthService, ConsoleOidcService, ConsoleSessionGuard, ConsoleExceptionFilter, ConsoleViews, ConsoleRepository, ConsoleService],
   exports: [ConsoleAuthService],

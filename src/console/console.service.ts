@@ -1,8 +1,14 @@
 import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { AppException } from '../common/app-exception';
+import { perPeriodMetrics } from '../config/tiers';
+import { AppConfig } from '../config/app-config';
+import { CreditsAdminService } from '../credits/credits-admin.service';
+import { CreditsReadService } from '../credits/credits-read.service';
+import { checkedGrantBody } from '../credits/credits-routes.dto';
 import { transaction } from '../database/transaction';
 import { EntitlementsService } from '../licensing/entitlements.service';
 import { ExplainService } from '../licensing/explain.service';
@@ -37,6 +43,9 @@ export interface Overview {
   failedNotifications: number;
   chart: HourlyChart;
 }
+
+/** How the console reads an organisation's credits: as a trusted caller (a signed-in operator reads any). */
+const CONSOLE_READER = { serviceKey: 'console' } as const;
 
 /** Rows per page of every list. */
 export const PAGE_ROWS = 50;
@@ -85,6 +94,9 @@ export class ConsoleService {
     private readonly outbox: NotificationOutbox,
     private readonly sync: ProviderSyncSchedule,
     private readonly audit: AuditService,
+    private readonly creditsRead: CreditsReadService,
+    private readonly creditsAdmin: CreditsAdminService,
+    private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
   ) {}
 
@@ -115,7 +127,7 @@ export class ConsoleService {
   async organisation(id: string) {
     const organisation = await this.repository.organisation(id);
     if (!organisation) throw new AppException('organisation_not_found', `No organisation with id ${id}.`);
-    const [status, entitlements, overrides, explain, detail, events, audit] = await Promise.all([
+    const [status, entitlements, overrides, explain, detail, events, audit, credits, creditLedger] = await Promise.all([
       this.licensing.status(this.db.manager, id, null),
       this.entitlements.read(id),
       this.overrides.list(id),
@@ -123,6 +135,8 @@ export class ConsoleService {
       this.repository.organisationDetail(id, DETAIL_ROWS),
       this.repository.events({ organisationId: id }, DETAIL_ROWS),
       this.audit.page({ organisationId: id, limit: DETAIL_ROWS }),
+      this.creditsRead.credits(id, CONSOLE_READER),
+      this.creditsRead.ledger(id, CONSOLE_READER, { limit: DETAIL_ROWS }),
     ]);
     const sets = await this.audit.overrideSets(id, overrides.map((o) => o.name));
     const labels = await this.repository.labels([], [...audit.data, ...sets.values()].map((a) => userIdOf(a.actor)));
@@ -131,7 +145,24 @@ export class ConsoleService {
       overrideEntries: new Map([...sets].map(([name, entry]) => [name, { id: entry.id, by: actorText(entry.actor, labels.emails).text }])),
     });
     const overridden = new Map(overrides.map((o) => [o.name, o]));
-    return { organisation, status, entitlements, overrides, overridden, explain, timeline, ...detail, events, audit: audit.data.map((a) => auditView(a, labels)) };
+    return {
+      organisation,
+      status,
+      entitlements,
+      overrides,
+      overridden,
+      explain,
+      timeline,
+      ...detail,
+      events,
+      audit: audit.data.map((a) => auditView(a, labels)),
+      credits: credits.data,
+      creditLedger: creditLedger.data,
+      // A grant may be given for any metric counted per period; it counts where the tier in force sells it as credits.
+      creditMetrics: perPeriodMetrics(this.config.tiers),
+      // The grant form's idempotency key: submitting the same form twice gives one grant.
+      grantKey: `console-${randomUUID()}`,
+    };
   }
 
   async events(filter: Omit<EventFilter, 'before'>, before: string | undefined) {
@@ -223,6 +254,43 @@ export class ConsoleService {
     return this.refusedAsFlash(async () => {
       await this.overrides.delete(operator.actor, organisationId, name);
       return { kind: 'done', text: `Override of ${name} removed.` };
+    });
+  }
+
+  /**
+   * Gives a credit grant from the organisation page's form (audited by the credits module as
+   * `credit_grant.created`): `amount` and `priority` whole numbers, `expiresAt` a UTC date and time or empty. The
+   * form's idempotency key makes a second submission of the same form answer the grant it made.
+   */
+  async grantCredits(
+    organisationId: string,
+    fields: { metric: string; amount: string; category: string; priority: string; expiresAt: string; note: string; idempotencyKey: string },
+    operator: Operator,
+  ): Promise<Flash> {
+    const whole = (v: string) => (/^\d{1,16}$/.test(v) ? Number(v) : v);
+    const expires = fields.expiresAt ? new Date(`${fields.expiresAt}${fields.expiresAt.length === 16 ? ':00' : ''}Z`) : undefined;
+    if (expires && Number.isNaN(expires.getTime())) return { kind: 'refused', text: 'Refused: the expiry is not a date and time.' };
+    return this.refusedAsFlash(async () => {
+      const body = checkedGrantBody({
+        metric: fields.metric,
+        amount: whole(fields.amount),
+        ...(fields.category ? { category: fields.category } : {}),
+        ...(fields.priority ? { priority: whole(fields.priority) } : {}),
+        ...(expires ? { expires_at: expires.toISOString() } : {}),
+        ...(fields.note ? { note: fields.note } : {}),
+        idempotency_key: fields.idempotencyKey,
+      });
+      const { grant, created } = await this.creditsAdmin.grant(operator.actor, organisationId, body);
+      const what = `${grant.amount} ${grant.metric} (${grant.category}${grant.expires_at ? `, until ${grant.expires_at}` : ''})`;
+      return { kind: 'done', text: created ? `Granted ${what}.` : `This form already granted ${what}; nothing more was given.` };
+    });
+  }
+
+  /** Voids a grant (audited as `credit_grant.voided`); one voided before is said so, and nothing changes. */
+  voidCredits(organisationId: string, grantId: string, operator: Operator): Promise<Flash> {
+    return this.refusedAsFlash(async () => {
+      const grant = await this.creditsAdmin.void(operator.actor, organisationId, grantId);
+      return { kind: 'done', text: `Grant ${grant.id} voided: ${grant.metric} written off, nothing left of it.` };
     });
   }
 

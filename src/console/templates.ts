@@ -295,6 +295,65 @@ const organisation = String.raw`<% layout('@layout') %>
   <button type="submit" class="primary">Set override</button>
 </form>
 </section>
+<section aria-labelledby="credits-heading">
+<h2 id="credits-heading">Credits</h2>
+<% if (!it.d.credits.length) { %><p>Its tier sells no metric as credits: a grant given now counts once its tier (or an override) does.</p><% } %>
+<% for (const c of it.d.credits) { %>
+<h3 id="credits-<%= c.metric %>"><%= c.metric %></h3>
+<dl class="facts" aria-labelledby="credits-<%= c.metric %>">
+  <dt>Included this period</dt><dd><%= it.h.num(c.included.used) %> of <%= it.h.num(c.included.limit) %> used, <%= it.h.num(c.included.remaining) %> left</dd>
+  <dt>Balance</dt><dd><%= it.h.num(c.balance) %></dd>
+  <dt>Reserved</dt><dd><%= it.h.num(c.reserved) %></dd>
+  <dt>Available</dt><dd><strong><%= it.h.num(c.available) %></strong></dd>
+  <dt>Automatic top-up</dt><dd><% if (!c.auto_recharge) { %>off<% } else { const a = c.auto_recharge; %><%= a.enabled ? 'on' : 'off' %>: pack <%= a.pack %> below <%= it.h.num(a.threshold) %>, at most <%= a.monthly_limit %> a month (<%= a.recharges_this_month %> this month)<%= a.last_error ? '; last error: ' + a.last_error : '' %><% } %></dd>
+</dl>
+<% if (!c.grants.length) { %><p>No grants that count.</p><% } else { %>
+<div class="table-wrap" role="region" aria-label="Grants of <%= c.metric %>, in the order they are drawn on" tabindex="0">
+<table class="stack">
+<thead><tr><th scope="col">Grant</th><th scope="col">Remaining</th><th scope="col">Category</th><th scope="col">Source</th><th scope="col">Priority</th><th scope="col">Expires</th><th scope="col">Note</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
+<tbody>
+<% for (const g of c.grants) { %>
+<tr><td data-label="Grant"><code class="id"><%= g.id %></code></td><td data-label="Remaining"><%= it.h.num(g.remaining) %> of <%= it.h.num(g.amount) %></td><td data-label="Category"><%= g.category %></td><td data-label="Source"><%= g.source %></td><td data-label="Priority"><%= g.priority %></td><td data-label="Expires"><%= g.expires_at ? it.h.when(g.expires_at) : 'never' %></td><td data-label="Note"><%= g.note || '—' %></td>
+<td data-label="Action"><%~ include('@action', { action: '/console/organisations/' + o.id + '/credits/grants/' + g.id + '/void', csrf: it.operator.csrfToken, text: 'Void', label: 'Void grant ' + g.id + ' (' + g.remaining + ' ' + c.metric + ' left)' }) %></td></tr>
+<% } %>
+</tbody>
+</table>
+</div>
+<% } %>
+<% } %>
+<h3>Give a grant</h3>
+<form class="filters" method="post" action="/console/organisations/<%= o.id %>/credits/grants">
+  <input type="hidden" name="_csrf" value="<%= it.operator.csrfToken %>">
+  <input type="hidden" name="idempotency_key" value="<%= it.d.grantKey %>">
+  <label for="grant-metric">Metric to grant
+    <select id="grant-metric" name="metric">
+<% for (const m of it.d.creditMetrics) { %>      <option><%= m %></option>
+<% } %>
+    </select>
+  </label>
+  <label for="grant-amount">Amount to grant<input id="grant-amount" name="amount" required inputmode="numeric" pattern="[0-9]+" maxlength="13"></label>
+  <label for="grant-category">Category
+    <select id="grant-category" name="category"><option>promotional</option><option>paid</option></select>
+  </label>
+  <label for="grant-priority">Priority (1–100, lower first)<input id="grant-priority" name="priority" inputmode="numeric" pattern="[0-9]+" maxlength="3" placeholder="50"></label>
+  <label for="grant-expires">Valid until (UTC; empty: never)<input id="grant-expires" name="expires_at" type="datetime-local"></label>
+  <label for="grant-note">Reason for the grant<input id="grant-note" name="note" maxlength="500"></label>
+  <button type="submit" class="primary">Give grant</button>
+</form>
+<h3 id="ledger-heading">Latest ledger entries</h3>
+<% if (!it.d.creditLedger.length) { %><p>No ledger entries.</p><% } else { %>
+<div class="table-wrap" role="region" aria-labelledby="ledger-heading" tabindex="0">
+<table class="stack">
+<thead><tr><th scope="col">When</th><th scope="col">Metric</th><th scope="col">Kind</th><th scope="col">Amount</th><th scope="col">Balance after</th><th scope="col">Reference</th></tr></thead>
+<tbody>
+<% for (const e of it.d.creditLedger) { %>
+<tr><td data-label="When"><%= it.h.when(e.at) %></td><td data-label="Metric"><%= e.metric %></td><td data-label="Kind"><%= e.kind %></td><td data-label="Amount"><%= (e.amount > 0 ? '+' : '') + it.h.num(e.amount) %></td><td data-label="Balance after"><%= it.h.num(e.balance_after) %></td><td data-label="Reference"><% if (e.reference) { %><code class="id"><%= e.reference %></code><% } else { %>—<% } %></td></tr>
+<% } %>
+</tbody>
+</table>
+</div>
+<% } %>
+</section>
 <section aria-labelledby="subs-heading">
 <h2 id="subs-heading">Subscriptions</h2>
 <% if (!it.d.subscriptions.length) { %><p>No subscriptions.</p><% } else { %>

@@ -5,7 +5,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { AuditActor, AuditService } from '../audit/audit.service';
 import { AppException } from '../common/app-exception';
 import { transaction } from '../database/transaction';
-import { organisationNotFound } from '../identity/identity.service';
+import { organisationNotFound, UUID } from '../identity/identity.service';
 import { GrantCategory } from './credit-grant.entity';
 import { GrantBody } from './credits-routes.dto';
 import { CreditGrantRecord } from './credits.dto';
@@ -48,6 +48,8 @@ export class CreditsAdminService {
    * it again, with another body 409 `idempotency_conflict`. Values out of range → 400; an unknown organisation → 404.
    */
   async grant(by: AuditActor, organisationId: string, body: GrantBody): Promise<{ grant: CreditGrantRecord; created: boolean }> {
+    // Callers without the routes' pipes (the console, the CLI) may pass any text: never an id PostgreSQL refuses.
+    if (!UUID.test(organisationId)) throw organisationNotFound(organisationId);
     this.credits.checkMetric(body.metric);
     const request = requestOf(body);
     return transaction(this.db, async (m) => {
@@ -83,11 +85,13 @@ export class CreditsAdminService {
    * answered unchanged (and nothing is recorded). Another organisation's grant, or none: 404 `grant_not_found`.
    */
   async void(by: AuditActor, organisationId: string, grantId: string): Promise<CreditGrantRecord> {
+    if (!UUID.test(organisationId)) throw organisationNotFound(organisationId);
+    if (!UUID.test(grantId)) throw grantNotFound(grantId);
     return transaction(this.db, async (m) => {
       const grant = await this.repository.lockGrant(m, organisationId, grantId);
       if (!grant) {
         await this.requireOrganisation(m, organisationId);
-        throw new AppException('grant_not_found', `The organisation has no credit grant ${grantId}.`);
+        throw grantNotFound(grantId);
       }
       if (grant.voidedAt !== null) return grantRecord(grant);
       const voided = grantRecord(await this.repository.voidGrant(m, grant, by.actor));
@@ -100,6 +104,8 @@ export class CreditsAdminService {
     if (!(await this.repository.organisationExists(m, organisationId))) throw organisationNotFound(organisationId);
   }
 }
+
+const grantNotFound = (grantId: string) => new AppException('grant_not_found', `The organisation has no credit grant ${grantId}.`);
 
 function requestOf(body: GrantBody): GrantRequest {
   const iso = (at: string | undefined) => (at === undefined ? null : new Date(at).toISOString());

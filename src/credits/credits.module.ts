@@ -16,6 +16,6 @@ import { CreditsService } from './credits.service';
   imports: [NotificationsModule],
   controllers: [CreditsController, CreditGrantsController],
   providers: [CreditsRepository, CreditsService, CreditsReadService, CreditsAdminService],
-  exports: [CreditsService],
+  exports: [CreditsService, CreditsReadService, CreditsAdminService],
 })
 export class CreditsModule {}

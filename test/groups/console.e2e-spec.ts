@@ -4,3 +4,4 @@
 import '../console-sign-in.e2e-spec';
 import '../console-pages.e2e-spec';
 import '../console-license.e2e-spec';
+import '../console-credits.e2e-spec';
