@@ -6,7 +6,7 @@
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -30,6 +30,11 @@ const WEBHOOKS_HOT = 'POST /api/webhooks/payprovider (one hot subscription)';
 // BENCH_SERVER_STDOUT=1 shows the server's output (with BENCH_NODE_ARGS=--trace-gc, its GC pauses).
 // BENCH_SCALE=1 then grows the database to BENCH_SCALE_ROWS (default 1M) organisations, users and
 // memberships and measures the status read again.
+// The credits steps (spec §16.6): every bench organisation (enterprise) sells gpu_s, a further metric counted per
+// period, as credits with 1 included, so that after the first report every report draws on its grants
+// (GRANTS_PER_ORG each, of different priorities and expiries: a report's consumption picks among them).
+const CREDIT_METRIC = 'gpu_s';
+const GRANTS_PER_ORG = 3;
 const ONLY = process.env.BENCH_ONLY;
 const SCALE = process.env.BENCH_SCALE === '1';
 const SCALE_ROWS = Number(process.env.BENCH_SCALE_ROWS ?? 1_000_000);
@@ -489,13 +494,17 @@ function scenarios(base, { token, orgIds, webhookOrgs }) {
     },
     // Every connection reporting to one organisation: each report waits on that organisation's counter row.
     { name: USAGE_HOT, eventsPerRequest: 1, opts: usageReports(base, () => orgIds[orgIds.length - 1]) },
+    // Past the included amount: each report draws on the organisation's grants (spec §16.1).
+    { name: USAGE_CREDITS, opts: usageReports(base, () => orgIds[usageSeq++ % orgIds.length], CREDIT_METRIC) },
   ];
 }
 
+const USAGE_CREDITS = `POST /api/licensing/usage (a credits metric, included used up, ${GRANTS_PER_ORG} grants)`;
+
 const USAGE_HOT = 'POST /api/licensing/usage (one hot organisation)';
 
-/** Single `ai_tokens` reports of 1, each for the organisation `next()` names. */
-function usageReports(base, next) {
+/** Single reports of 1 (`ai_tokens`, or `metric`), each for the organisation `next()` names. */
+function usageReports(base, next, metric = 'ai_tokens') {
   return {
     url: base,
     requests: [
@@ -505,7 +514,7 @@ function usageReports(base, next) {
           method: 'POST',
           path: '/api/licensing/usage',
           headers: { 'content-type': 'application/json', 'x-service-key': SERVICE_KEY },
-          body: JSON.stringify({ organisation_id: next(), metric: 'ai_tokens', amount: 1 }),
+          body: JSON.stringify({ organisation_id: next(), metric, amount: 1 }),
         }),
       },
     ],
@@ -550,6 +559,8 @@ const TARGETS = [
   { endpoint: 'POST /api/licensing/usage', ratio: 0.7 },
   // issue #29, 4
   { endpoint: USAGE_HOT, ratio: 0.8 },
+  // issue #40 (spec §16.6)
+  { endpoint: USAGE_CREDITS, ratio: 0.8 },
 ];
 
 /** Issue #29's bulk target, and the batch step beside the single-report step of the same run. */
@@ -583,6 +594,38 @@ function printTargets(rows, baseline, baselineP99) {
   }
 }
 
+/** The built-in tier table (as TIERS_FILE) with gpu_s sold as credits on enterprise, written to the bench's folder. */
+async function benchTiersFile(dir) {
+  const { DEFAULT_TIERS_FILE } = await import(join(ROOT, 'dist', 'src', 'config', 'tiers.js'));
+  const table = JSON.parse(JSON.stringify(DEFAULT_TIERS_FILE));
+  table.enterprise.metrics = { [CREDIT_METRIC]: { limit: 1, overage: 'credits', per_period: true } };
+  const file = join(dir, 'tiers.json');
+  writeFileSync(file, JSON.stringify(table));
+  return file;
+}
+
+/** GRANTS_PER_ORG grants of gpu_s to each organisation, through the admin route (as an operator gives them). */
+async function seedGrants(base, orgIds) {
+  const expires = new Date(Date.now() + 30 * 86400_000).toISOString();
+  for (const id of orgIds) {
+    for (let g = 0; g < GRANTS_PER_ORG; g++) {
+      const res = await fetch(`${base}/api/admin/organisations/${id}/credits/grants`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-service-key': SERVICE_KEY },
+        body: JSON.stringify({
+          metric: CREDIT_METRIC,
+          amount: 1_000_000_000,
+          priority: 40 + g * 10,
+          ...(g === 1 ? { expires_at: expires } : {}),
+          category: g === 0 ? 'promotional' : 'paid',
+          idempotency_key: `bench-${id}-${g}`,
+        }),
+      });
+      if (res.status !== 201) throw new Error(`seeding a credit grant answered ${res.status}: ${await res.text()}`);
+    }
+  }
+}
+
 async function main() {
   const db = await prepareDatabase();
   const port = await freePort();
@@ -592,6 +635,7 @@ async function main() {
     PORT: String(port),
     PAYPROVIDER_WEBHOOK_SECRET: SECRET,
     SERVICE_API_KEYS: SERVICE_KEY,
+    TIERS_FILE: await benchTiersFile(db.env.DATA_DIR),
   });
   let failed = false;
   let scaleSummary;
@@ -599,6 +643,7 @@ async function main() {
   try {
     await waitHealthy(base, server);
     const seeded = await seed(db.url);
+    await seedGrants(base, seeded.orgIds);
     admin = new pg.Client({ connectionString: db.url });
     await admin.connect();
     const rows = [];

@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { migrate } from './migrate';
 import { sendStatementsUnnamed } from './prepared';
-import { typeOrmOptions } from './typeorm-options';
+import { SESSION_SETTINGS, typeOrmOptions } from './typeorm-options';
 
 @Module({})
 export class DatabaseModule {
@@ -49,15 +49,25 @@ export class DatabaseModule {
 }
 
 /**
- * Says so at start when a statement outside a transaction would run without the time limit: behind a
- * pooler the connections send no startup parameter (spec §1), and only the role's own statement_timeout
- * (the operator's part, docs/operations.md) limits such statements. Transactions set it themselves.
+ * Says so at start when a statement outside a transaction would run without the time limit, or a session with
+ * another setting than SESSION_SETTINGS (JIT on): behind a pooler the connections send no startup parameter
+ * (spec §1), and only the role's own settings (the operator's part, docs/operations.md) reach such statements.
+ * Transactions set the time limit themselves.
  */
 async function checkStatementTimeout(db: DataSource, limitMs: number, logger: Logger): Promise<void> {
   const [{ ms, role }] = await db.query(`SELECT setting::int AS ms, quote_ident(current_user) AS role FROM pg_settings WHERE name = 'statement_timeout'`);
-  if (ms > 0 && ms <= limitMs) return;
-  logger.warn(
-    `statements outside a transaction run with statement_timeout ${ms} ms, not DATABASE_STATEMENT_TIMEOUT_MS (${limitMs} ms): ` +
-      `behind PgBouncer, run ALTER ROLE ${role} SET statement_timeout = ${limitMs}`,
-  );
+  if (!(ms > 0 && ms <= limitMs)) {
+    logger.warn(
+      `statements outside a transaction run with statement_timeout ${ms} ms, not DATABASE_STATEMENT_TIMEOUT_MS (${limitMs} ms): ` +
+        `behind PgBouncer, run ALTER ROLE ${role} SET statement_timeout = ${limitMs}`,
+    );
+  }
+  for (const [name, wanted] of Object.entries(SESSION_SETTINGS)) {
+    const [{ value }] = await db.query(`SELECT current_setting($1) AS value`, [name]);
+    if (value === wanted) continue;
+    logger.warn(
+      `the database sessions run with ${name} = ${value}, not ${wanted}, which makes the hot statements several hundred times dearer: ` +
+        `behind PgBouncer, run ALTER ROLE ${role} SET ${name} = ${wanted}`,
+    );
+  }
 }

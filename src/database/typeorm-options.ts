@@ -82,6 +82,23 @@ interface PoolOptions {
 }
 
 /**
+ * What every session of the service runs with besides its time limit. `jit = off`: the hot statements (the usage
+ * write above all: a recursive fold over functions the planner guesses a thousand rows from) are estimated above
+ * PostgreSQL's `jit_above_cost`, so with JIT on (PostgreSQL's default wherever it is built with LLVM) each
+ * execution compiled itself first: ~250 ms of database CPU for a report that runs in ~1 ms (measured with
+ * log_executor_stats; docs/performance.md). Behind a pooler the operator sets the same on the role
+ * (docs/operations.md); the start warns when a setting differs (database.module.ts).
+ */
+export const SESSION_SETTINGS = { jit: 'off' } as const;
+
+/** `-c name=value …`: the startup `options` parameter of a direct connection. */
+function sessionOptions(more: Record<string, string>): string {
+  return Object.entries({ ...SESSION_SETTINGS, ...more })
+    .map(([name, value]) => `-c ${name}=${value}`)
+    .join(' ');
+}
+
+/**
  * One set of options for the app, the tests and the migration CLI (ormconfig.ts). Without timeouts
  * (the migration CLI, `migrate`) a statement may run as long as it needs.
  */
@@ -89,10 +106,12 @@ export function typeOrmOptions(opts: DatabaseOptions): DataSourceOptions {
   const src = join(__dirname, '..');
   const statementTimeoutMs = Math.floor(opts.statementTimeoutMs ?? 0);
   const extra: PoolOptions = {
-    // On PostgreSQL itself, a startup parameter of every connection: the session's statement_timeout, for
-    // every statement, in or out of a transaction, at no cost per statement. A pooler refuses it (spec §1):
-    // behind one, the role's statement_timeout and transaction.ts's SET LOCAL take its place.
-    ...(opts.throughPooler ? {} : statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : { options: '-c statement_timeout=0' }),
+    // On PostgreSQL itself, startup parameters of every connection, at no cost per statement: the session's
+    // statement_timeout, for every statement, in or out of a transaction; and no JIT compilation (SESSION_SETTINGS).
+    // A pooler refuses them (spec §1): behind one, the role's settings and transaction.ts's SET LOCAL take their place.
+    ...(opts.throughPooler
+      ? {}
+      : { ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}), options: sessionOptions(statementTimeoutMs > 0 ? {} : { statement_timeout: '0' }) }),
     transactionStatementTimeoutMs: statementTimeoutMs,
     query_timeout: opts.queryTimeoutMs || undefined,
     idleTimeoutMillis: 30_000,

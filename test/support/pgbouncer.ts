@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SESSION_SETTINGS } from '../../src/database/typeorm-options';
 import { adminQuery, serverUrl } from './databases';
 import { freePort } from './free-port';
 
@@ -150,10 +151,11 @@ export function activePgBouncer(): PgBouncer | undefined {
 
 /**
  * The operator's part behind PgBouncer (docs/operations.md): a default statement_timeout that server
- * connections start with, for statements outside a transaction. Production sets it on the service's role;
- * the tests share one role, so each database gets its own, which PostgreSQL applies the same way (and
- * which a database that is recycled must not keep: drop it instead).
+ * connections start with, for statements outside a transaction, and the service's session settings (JIT off).
+ * Production sets them on the service's role; the tests share one role, so each database gets its own, which
+ * PostgreSQL applies the same way (and which a database that is recycled must not keep: drop it instead).
  */
 export async function operatorsStatementTimeout(databaseName: string, ms: number): Promise<void> {
   await adminQuery(`ALTER DATABASE ${databaseName} SET statement_timeout = ${Math.floor(ms)}`);
+  for (const [name, value] of Object.entries(SESSION_SETTINGS)) await adminQuery(`ALTER DATABASE ${databaseName} SET ${name} = ${value}`);
 }
