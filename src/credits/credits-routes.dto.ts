@@ -151,7 +151,7 @@ export class LedgerPage {
 
 /** POST /api/licensing/usage/reservations (spec §16.5). */
 export class ReservationBody {
-  @ApiProperty({ format: 'uuid' })
+  @ApiProperty({ format: 'uuid', example: '2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11' })
   @IsUUID()
   organisation_id: string;
 
@@ -160,7 +160,7 @@ export class ReservationBody {
   @Matches(ENTITLEMENT_NAME, METRIC_RULE)
   metric: string;
 
-  @ApiProperty({ type: 'integer', minimum: 1, maximum: MAX_GRANT_AMOUNT, description: 'The most the work may spend' })
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: MAX_GRANT_AMOUNT, example: 8000, description: 'The most the work may spend' })
   @IsInt()
   @Min(1)
   @Max(MAX_GRANT_AMOUNT)
@@ -173,7 +173,7 @@ export class ReservationBody {
   @Max(3600)
   ttl_s?: number;
 
-  @ApiPropertyOptional({ maxLength: 255, description: 'The same key again: the same reservation (within 24 hours)' })
+  @ApiPropertyOptional({ maxLength: 255, example: 'request-7d1f0c2e', description: 'The same key again: the same reservation (within 24 hours)' })
   @IsOptional()
   @IsString()
   @Matches(/^[\x21-\x7e]{1,255}$/, { message: 'idempotency_key must be 1 to 255 printable ASCII characters' })
@@ -186,12 +186,27 @@ export class ReservationParams {
   id: string;
 }
 
+const RESERVATION_ORGANISATION =
+  "The reservation's organisation, as the caller knows it: a reservation of another organisation is then unknown (404), as if it did not exist";
+
 export class CommitBody {
-  @ApiProperty({ type: 'integer', minimum: 0, maximum: MAX_GRANT_AMOUNT, description: 'What the work spent: 0 to the reserved amount (more: 400)' })
+  @ApiProperty({ type: 'integer', minimum: 0, maximum: MAX_GRANT_AMOUNT, example: 5210, description: 'What the work spent: 0 to the reserved amount (more: 400)' })
   @IsInt()
   @Min(0)
   @Max(MAX_GRANT_AMOUNT)
   amount: number;
+
+  @ApiPropertyOptional({ format: 'uuid', example: '2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11', description: RESERVATION_ORGANISATION })
+  @IsOptional()
+  @IsUUID()
+  organisation_id?: string;
+}
+
+export class ReleaseQuery {
+  @ApiPropertyOptional({ format: 'uuid', description: RESERVATION_ORGANISATION })
+  @IsOptional()
+  @IsUUID()
+  organisation_id?: string;
 }
 
 export class ReservationRecord {

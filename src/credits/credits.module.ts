@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { LicensingModule } from '../licensing/licensing.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { CreditGrantsController } from './credit-grants.controller';
 import { CreditsAdminService } from './credits-admin.service';
@@ -6,6 +7,8 @@ import { CreditsController } from './credits.controller';
 import { CreditsReadService } from './credits-read.service';
 import { CreditsRepository } from './credits.repository';
 import { CreditsService } from './credits.service';
+import { ReservationsController } from './reservations.controller';
+import { ReservationsService } from './reservations.service';
 
 /**
  * Credits (spec §16): the grants and their ledger, consumption (inside licensing's usage write, through this
@@ -13,9 +16,9 @@ import { CreditsService } from './credits.service';
  * notifications; billing (top-ups) and the webhook (paid invoices) call CreditsService.
  */
 @Module({
-  imports: [NotificationsModule],
-  controllers: [CreditsController, CreditGrantsController],
-  providers: [CreditsRepository, CreditsService, CreditsReadService, CreditsAdminService],
+  imports: [LicensingModule, NotificationsModule],
+  controllers: [CreditsController, CreditGrantsController, ReservationsController],
+  providers: [CreditsRepository, CreditsService, CreditsReadService, CreditsAdminService, ReservationsService],
   exports: [CreditsService, CreditsReadService, CreditsAdminService],
 })
 export class CreditsModule {}

@@ -7,6 +7,7 @@ import { namedParams, preparedQuery } from '../database/prepared';
 import { CreditGrant, GrantCategory, GrantSource } from './credit-grant.entity';
 import { LedgerKind } from './credit-ledger-entry.entity';
 import { RechargeStatus } from './credit-recharge.entity';
+import { ReservationStatus } from './usage-reservation.entity';
 
 /** A grant as stored, with whether it is past its expiry now (the database's clock). */
 export type GrantRow = Pick<
@@ -85,6 +86,16 @@ export interface CreditsReadRow {
   authenticated: boolean;
   allowed: boolean;
   metrics: CreditMetricRow[];
+}
+
+/** A reservation as its release needs it. */
+export interface ReservationRow {
+  organisationId: string;
+  metric: string;
+  amount: number;
+  status: ReservationStatus;
+  /** Held and not past its expiry: its hold counts. */
+  live: boolean;
 }
 
 export interface LedgerRow {
@@ -259,6 +270,35 @@ export class CreditsRepository {
       ],
     );
     return row;
+  }
+
+  /** A reservation (spec §16.5), locked for the rest of the transaction; `live` while its hold counts. */
+  async lockReservation(m: EntityManager, reservationId: string): Promise<ReservationRow | undefined> {
+    const [row] = await m.query(
+      `SELECT r.organisation_id AS "organisationId", r.metric, r.amount, r.status, r.status = 'held' AND r.expires_at > now() AS live
+       FROM usage_reservations r WHERE r.id = $1 FOR UPDATE`,
+      [reservationId],
+    );
+    return row;
+  }
+
+  /**
+   * Releases a reservation locked by lockReservation (held or lapsed): `released`, and, when its hold was live on a
+   * metric whose policy in force is credits, a `release` ledger entry for what it gave back (no grant moves: the
+   * balance after it is the metric's balance), as a commit writes for the rest of its hold.
+   */
+  async releaseReservation(m: EntityManager, reservationId: string, r: ReservationRow): Promise<void> {
+    await m.query(`UPDATE usage_reservations SET status = 'released', settled_at = now() WHERE id = $1`, [reservationId]);
+    if (!r.live) return;
+    const { tiers, graceS } = licenseArguments(this.config);
+    await m.query(
+      `INSERT INTO credit_ledger (organisation_id, metric, kind, amount, balance_after, reference)
+       SELECT $2, $3, 'release', $4,
+              (SELECT COALESCE(sum(c.remaining), 0) FROM credits.counting_grants($2::uuid) c WHERE c.metric = $3::text), $1::text
+       FROM licensing.license_state($2::uuid, $5::jsonb, $6::bigint) s
+       WHERE s.overage ->> $3::text = 'credits'`,
+      [reservationId, r.organisationId, r.metric, r.amount, tiers, graceS],
+    );
   }
 
   async findGrant(m: EntityManager, organisationId: string, grantId: string): Promise<GrantRow | undefined> {

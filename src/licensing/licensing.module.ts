@@ -41,6 +41,6 @@ import { WellKnownController } from './well-known.controller';
     ExplainRepository,
     ExplainService,
   ],
-  exports: [LicensingService, EntitlementsService, OverridesService, ExplainService],
+  exports: [LicensingService, EntitlementsService, OverridesService, ExplainService, UsageService],
 })
 export class LicensingModule {}

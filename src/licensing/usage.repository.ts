@@ -73,13 +73,13 @@ const PRIOR_SQL = `
     WHERE e.key IS NOT NULL
   ),
   early AS (
-    SELECT e.n, CASE WHEN e.res_org IS NULL THEN 'reservation_not_found'
+    SELECT e.n, CASE WHEN e.res_org IS NULL OR e.res_org <> e.org THEN 'reservation_not_found'
                      WHEN e.amount > e.reserved THEN 'reservation_exceeded'
                      WHEN e.res_status = 'released' THEN 'reservation_released'
                      WHEN e.res_status = 'committed' THEN 'committed' END AS code
     FROM ev e
     WHERE e.kind = 'commit' AND NOT EXISTS (SELECT 1 FROM prior p WHERE p.n = e.n)
-      AND (e.res_org IS NULL OR e.amount > e.reserved OR e.res_status IN ('released', 'committed'))
+      AND (e.res_org IS NULL OR e.res_org <> e.org OR e.amount > e.reserved OR e.res_status IN ('released', 'committed'))
   ),
 `;
 
@@ -368,9 +368,10 @@ export interface UsageEvent {
 
 /**
  * What the usage statement applies: a report, a hold (`holdTtlS`: a reservation of `amount`, spec §16.5), or a
- * commit (`reservation`: its organisation and metric are the reservation's, its key the reservation id).
+ * commit (`reservation`: its organisation and metric are the reservation's, its key the reservation id; with
+ * `organisationId`, a reservation of another organisation is unknown).
  */
-export type StatementEvent = UsageEvent | (UsageEvent & { holdTtlS: number }) | { reservation: string; amount: number };
+export type StatementEvent = UsageEvent | (UsageEvent & { holdTtlS: number }) | { reservation: string; amount: number; organisationId?: string };
 
 /** What the usage statement answered for one event (see applySqlHead). */
 export interface AppliedRow {

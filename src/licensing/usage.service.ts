@@ -95,9 +95,10 @@ export class UsageService {
   /**
    * A reservation's commit (spec §16.5): `amount` reported as one usage report keyed by the reservation id, its
    * hold's rest released; after its expiry an ordinary report (`expired: true`). Throws what a refused one answers.
+   * With `organisationId`, a reservation of another organisation is unknown (404), as if it did not exist.
    */
-  async commit(reservation: string, amount: number): Promise<UsageAnswer> {
-    const [outcome] = await this.apply([{ reservation, amount }]);
+  async commit(reservation: string, amount: number, organisationId?: string): Promise<UsageAnswer> {
+    const [outcome] = await this.apply([organisationId === undefined ? { reservation, amount } : { reservation, amount, organisationId }]);
     if ('error' in outcome) throw outcome.error;
     return (outcome as { answer: UsageAnswer }).answer;
   }

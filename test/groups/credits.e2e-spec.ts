@@ -4,3 +4,4 @@ import '../credits-grants.e2e-spec';
 import '../credits-usage.e2e-spec';
 import '../credits-routes.e2e-spec';
 import '../credits-top-ups.e2e-spec';
+import '../credits-reservations.e2e-spec';

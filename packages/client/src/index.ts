@@ -189,6 +189,25 @@ export function createClient(options: ClientOptions) {
      */
     reportUsageBatch: (events: Body<'/api/licensing/usage/batch', 'post'>['events']) =>
       call(api.POST('/api/licensing/usage/batch', { body: { events } })),
+    /**
+     * `POST /api/licensing/usage/reservations`: hold `amount` (the most the work may spend) for `ttl_s` seconds
+     * (default 300), checked as a report of it would be (402 `limit_exceeded` / `insufficient_credits`, nothing held).
+     */
+    reserveUsage: (body: Body<'/api/licensing/usage/reservations', 'post'>) => call(api.POST('/api/licensing/usage/reservations', { body })),
+    /**
+     * `POST /api/licensing/usage/reservations/{id}/commit`: report what the work spent (0 to the reserved amount),
+     * the rest released; a repeat counts once and answers the same; after the hold lapsed an ordinary report
+     * answered `expired: true`. Pass `organisation_id` to never reach another organisation's reservation (404).
+     */
+    commitReservation: (reservationId: string, body: Body<'/api/licensing/usage/reservations/{id}/commit', 'post'>) =>
+      call(api.POST('/api/licensing/usage/reservations/{id}/commit', { params: { path: { id: reservationId } }, body })),
+    /** `DELETE /api/licensing/usage/reservations/{id}`: release the hold (again: fine; after a commit: 409 `reservation_committed`). */
+    releaseReservation: (reservationId: string, organisationId?: string) =>
+      call(
+        api.DELETE('/api/licensing/usage/reservations/{id}', {
+          params: { path: { id: reservationId }, query: organisationId === undefined ? {} : { organisation_id: organisationId } },
+        }),
+      ),
     admin: {
       /** `POST /api/admin/organisations`: idempotent by `external_id`. */
       createOrganisation: (body: Body<'/api/admin/organisations', 'post'>) => call(api.POST('/api/admin/organisations', { body })),

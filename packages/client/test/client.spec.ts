@@ -291,4 +291,23 @@ describe('packages/client: credits', () => {
     const refused = await backEnd.admin.credits.grant(organisation.id, { metric: 'projects', amount: 5, idempotency_key: 'x' }).catch((err: unknown) => err);
     expect(isServiceError(refused, 'invalid_credit_metric') && refused.status).toBe(400);
   });
+
+  it('reserves, commits and releases usage, and throws the typed codes', async () => {
+    const backEnd = createClient({ baseUrl: t.baseUrl, serviceKey: KEY });
+    const organisation = await backEnd.admin.createOrganisation({ name: 'Reserving', external_id: 'client_reservations' });
+    const hold = await backEnd.reserveUsage({ organisation_id: organisation.id, metric: 'ai_tokens', amount: 80, ttl_s: 60 });
+    expect(hold).toMatchObject({ organisation_id: organisation.id, metric: 'ai_tokens', amount: 80 });
+    const tooMuch = await backEnd.reserveUsage({ organisation_id: organisation.id, metric: 'ai_tokens', amount: 21 }).catch((err: unknown) => err);
+    expect(isServiceError(tooMuch, 'insufficient_credits') && tooMuch.status).toBe(402);
+    const spent = await backEnd.commitReservation(hold.id, { amount: 50, organisation_id: organisation.id });
+    expect(spent).toEqual({ metric: 'ai_tokens', used: 50, limit: 100, at_capacity: false, balance: 0, available: 50 });
+    const again = await backEnd.releaseReservation(hold.id).catch((err: unknown) => err);
+    expect(isServiceError(again, 'reservation_committed') && again.status).toBe(409);
+
+    const other = await backEnd.reserveUsage({ organisation_id: organisation.id, metric: 'ai_tokens', amount: 10 });
+    await backEnd.releaseReservation(other.id, organisation.id);
+    await backEnd.releaseReservation(other.id);
+    const unknown = await backEnd.commitReservation('00000000-0000-4000-8000-000000000000', { amount: 1 }).catch((err: unknown) => err);
+    expect(isServiceError(unknown, 'reservation_not_found') && unknown.status).toBe(404);
+  });
 });
