@@ -12,5 +12,8 @@ export class LimitExceeded extends AppException {
   }
 }
 
-/** An idempotency key was taken by a concurrent report mid-statement: the usage write rolls back and runs again. */
+/**
+ * An idempotency key was taken (or a counter created) by a concurrent writer mid-statement: the usage write rolls
+ * its transaction back and runs again.
+ */
 export class KeyTaken extends Error {}

@@ -107,12 +107,12 @@ export class UsageService {
   async apply(events: StatementEvent[]): Promise<UsageOutcome[]> {
     if (!events.length) return [];
     if (events.every((e) => 'idempotencyKey' in e && e.idempotencyKey === undefined && !('holdTtlS' in e))) {
-      return this.applyIn(this.db.manager, events);
+      return this.applyIn(this.db.manager, events, false);
     }
     // With keys, a key taken by a concurrent report mid-statement means starting over with what it committed.
     for (let round = 1; ; round++) {
       try {
-        return await transaction(this.db, (m) => this.applyIn(m, events));
+        return await transaction(this.db, (m) => this.applyIn(m, events, true));
       } catch (err) {
         if (!(err instanceof KeyTaken) || round === MAX_ROUNDS) throw err;
       }
@@ -154,18 +154,24 @@ export class UsageService {
    * Runs of events without a repeated key, each one statement, in order: a key used again in the same
    * batch must see what its first use did (stored, or refused and not stored), as one by one would.
    */
-  private async applyIn(m: EntityManager, events: StatementEvent[]): Promise<UsageOutcome[]> {
+  private async applyIn(m: EntityManager, events: StatementEvent[], inTransaction: boolean): Promise<UsageOutcome[]> {
     const outcomes: UsageOutcome[] = [];
-    for (const run of runsWithoutRepeatedKeys(events)) outcomes.push(...(await this.applyRun(m, run)));
+    for (const run of runsWithoutRepeatedKeys(events)) outcomes.push(...(await this.applyRun(m, run, inTransaction)));
     return outcomes;
   }
 
-  private async applyRun(m: EntityManager, events: StatementEvent[]): Promise<UsageOutcome[]> {
+  /**
+   * In a transaction, an event to run again (a counter a concurrent writer created first) starts the transaction
+   * over too: the statement locked that counter's grants before it found the counter taken, and running again in
+   * the same transaction would wait for the counter while holding them, against the order (counter, then grants)
+   * every other writer takes them in: three writers then deadlock. Alone, a statement's locks end with it.
+   */
+  private async applyRun(m: EntityManager, events: StatementEvent[], inTransaction: boolean): Promise<UsageOutcome[]> {
     const outcomes = new Array<UsageOutcome>(events.length);
     let pending = events.map((_, i) => i);
     for (let round = 1; pending.length; round++) {
       const rows = await this.usage.apply(m, pending.map((i) => events[i]));
-      if (rows.some((r) => r.keyTaken)) throw new KeyTaken();
+      if (rows.some((r) => r.keyTaken || (inTransaction && r.status === 0))) throw new KeyTaken();
       const again: number[] = [];
       rows.forEach((row, j) => {
         const i = pending[j];

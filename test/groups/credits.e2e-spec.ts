@@ -5,3 +5,4 @@ import '../credits-usage.e2e-spec';
 import '../credits-routes.e2e-spec';
 import '../credits-top-ups.e2e-spec';
 import '../credits-reservations.e2e-spec';
+import '../credits-concurrency.e2e-spec';
