@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { LicensingModule } from '../licensing/licensing.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { CreditGrantsController } from './credit-grants.controller';
+import { CreditJobs } from './credit-jobs';
 import { CreditsAdminService } from './credits-admin.service';
 import { CreditsController } from './credits.controller';
 import { CreditsReadService } from './credits-read.service';
@@ -18,7 +19,7 @@ import { ReservationsService } from './reservations.service';
 @Module({
   imports: [LicensingModule, NotificationsModule],
   controllers: [CreditsController, CreditGrantsController, ReservationsController],
-  providers: [CreditsRepository, CreditsService, CreditsReadService, CreditsAdminService, ReservationsService],
+  providers: [CreditsRepository, CreditsService, CreditsReadService, CreditsAdminService, ReservationsService, CreditJobs],
   exports: [CreditsService, CreditsReadService, CreditsAdminService],
 })
 export class CreditsModule {}

@@ -301,6 +301,37 @@ export class CreditsRepository {
     );
   }
 
+  /**
+   * The minutely job's write-off (spec §16.1): up to `limit` grants past their expiry with something left get
+   * `remaining` 0 and an `expire` entry for it (the balance after it: the metric's grants that count, which never
+   * included them). Rows another writer holds are left for the next minute; a grant written off by a concurrent run
+   * no longer matches once its lock is taken, so each is written off once. Reservations past their expiry are marked
+   * `expired` (they stopped counting at their expiry already). Answers how many grants were written off.
+   */
+  async expireGrants(limit: number): Promise<number> {
+    const [row] = await this.db.query(
+      `WITH due AS (
+         SELECT g.id, g.organisation_id, g.metric, g.remaining FROM credit_grants g
+         WHERE g.remaining > 0 AND g.expires_at <= now() AND g.voided_at IS NULL
+         ORDER BY g.expires_at, g.id LIMIT $1 FOR UPDATE SKIP LOCKED),
+       written AS (
+         UPDATE credit_grants g SET remaining = 0 FROM due WHERE g.id = due.id RETURNING g.id),
+       entries AS (
+         INSERT INTO credit_ledger (organisation_id, metric, kind, amount, grant_id, balance_after, reference)
+         SELECT d.organisation_id, d.metric, 'expire', -d.remaining, d.id,
+                (SELECT COALESCE(sum(c.remaining), 0) FROM credits.counting_grants(d.organisation_id) c WHERE c.metric = d.metric), NULL
+         FROM due d ORDER BY d.organisation_id, d.metric, d.id
+         RETURNING 1),
+       lapsed AS (
+         UPDATE usage_reservations r SET status = 'expired'
+         WHERE r.id IN (SELECT x.id FROM usage_reservations x WHERE x.status = 'held' AND x.expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED)
+         RETURNING 1)
+       SELECT (SELECT count(*) FROM written)::int AS expired, (SELECT count(*) FROM entries)::int AS entries, (SELECT count(*) FROM lapsed)::int AS lapsed`,
+      [limit],
+    );
+    return row.expired;
+  }
+
   async findGrant(m: EntityManager, organisationId: string, grantId: string): Promise<GrantRow | undefined> {
     const [row] = await m.query(`SELECT ${GRANT_COLUMNS} FROM credit_grants g WHERE g.organisation_id = $1 AND g.id = $2`, [organisationId, grantId]);
     return row;

@@ -6,3 +6,4 @@ import '../credits-routes.e2e-spec';
 import '../credits-top-ups.e2e-spec';
 import '../credits-reservations.e2e-spec';
 import '../credits-concurrency.e2e-spec';
+import '../credits-expiry.e2e-spec';
