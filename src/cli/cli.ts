@@ -4,6 +4,7 @@ import { withMachineWebhookSecret } from '../config/webhook-secret';
 import { openDatabase, reach } from '../database/embedded-postgres';
 import { CliCommand, CliUsageError, parseArgv } from './cli-command';
 import { consoleCommands } from './console.commands';
+import { creditCommands } from './credits.commands';
 import { eventCommands } from './events.commands';
 import { identityCommands } from './identity.commands';
 import { meterCommands } from './meters.commands';
@@ -17,6 +18,7 @@ export const COMMANDS: Record<string, CliCommand> = {
   ...eventCommands,
   ...notificationCommands,
   ...meterCommands,
+  ...creditCommands,
   ...webhookTriggerCommands,
   ...sandboxCommands,
   ...consoleCommands,

@@ -7,3 +7,4 @@ import '../credits-top-ups.e2e-spec';
 import '../credits-reservations.e2e-spec';
 import '../credits-concurrency.e2e-spec';
 import '../credits-expiry.e2e-spec';
+import '../credits-cli.e2e-spec';
