@@ -1,25 +1,36 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
+import { rolloversOf } from '../config/tiers';
 import { JobQueueTasks } from '../database/job-queue';
 import { CreditsRepository } from './credits.repository';
 
 /** The most grants one minutely step writes off (the rest: the next minute). */
 const EXPIRIES_PER_MINUTE = 5000;
+/** The organisations one minutely step looks at for rollovers; the next step goes on after the last. */
+const ROLLOVERS_PER_MINUTE = 500;
 
 /**
  * Credits on the job queue, when the tier table gives any metric the credits policy: the minutely step writes the
- * `expire` ledger entries of grants past their expiry (spec §16.1). Expiry itself needs no job: every read, report
- * and check leaves such a grant out from its `expires_at` on; the job only makes the ledger say so.
+ * `expire` ledger entries of grants past their expiry (spec §16.1; expiry itself needs no job: every read, report
+ * and check leaves such a grant out from its `expires_at` on; the job only makes the ledger say so), and makes the
+ * rollover grants of organisations whose period has begun, a batch of them a minute, going round (credits.roll_over:
+ * each once, whoever makes it).
  */
 @Injectable()
 export class CreditJobs implements OnModuleInit {
   private readonly logger = new Logger('Credits');
+  /** The metrics some tier rolls over. */
+  private readonly rollovers: string[];
+  /** Where this instance's round of rollovers is (the last organisation looked at). */
+  private rolloverCursor: string | null = null;
 
   constructor(
     private readonly config: AppConfig,
     private readonly queue: JobQueueTasks,
     private readonly repository: CreditsRepository,
-  ) {}
+  ) {
+    this.rollovers = [...new Set(Object.values(config.tiers).flatMap((plan) => Object.keys(rolloversOf(plan))))];
+  }
 
   onModuleInit(): void {
     const credits = Object.values(this.config.tiers).some((plan) => Object.values(plan.metrics).some((rule) => rule.overage === 'credits'));
@@ -27,10 +38,27 @@ export class CreditJobs implements OnModuleInit {
     this.queue.register({ tasks: {}, minutely: () => this.minutely().then(() => undefined) });
   }
 
-  /** One minute's step: grants past their expiry written off, lapsed reservations marked. */
-  async minutely(): Promise<number> {
+  /** One minute's step: grants past their expiry written off, lapsed reservations marked, a batch of rollovers. */
+  async minutely(): Promise<{ expired: number; rolledOver: number }> {
     const expired = await this.repository.expireGrants(EXPIRIES_PER_MINUTE);
     if (expired) this.logger.log(`credits: ${expired} grant(s) past their expiry written off`);
-    return expired;
+    const rolledOver = await this.rollOverBatch();
+    if (rolledOver) this.logger.log(`credits: ${rolledOver} rollover grant(s) made`);
+    return { expired, rolledOver };
+  }
+
+  /** The next ROLLOVERS_PER_MINUTE candidates' rollovers; after the last, the round starts again. */
+  private async rollOverBatch(): Promise<number> {
+    if (!this.rollovers.length) return 0;
+    const organisations = await this.repository.rolloverCandidates(this.rollovers, this.rolloverCursor, ROLLOVERS_PER_MINUTE);
+    this.rolloverCursor = organisations.length < ROLLOVERS_PER_MINUTE ? null : organisations[organisations.length - 1];
+    let made = 0;
+    for (const organisationId of organisations) made += await this.repository.rollOver(organisationId, this.config.notifyUrls);
+    return made;
+  }
+
+  /** One organisation's rollover grants of its current period (each once, whoever makes it): how many were made. */
+  rollOver(organisationId: string): Promise<number> {
+    return this.repository.rollOver(organisationId, this.config.notifyUrls);
   }
 }

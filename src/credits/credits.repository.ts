@@ -332,6 +332,28 @@ export class CreditsRepository {
     return row.expired;
   }
 
+  /**
+   * Organisations that may have a rollover to make (spec §16.1): those with a counter of one of `metrics` (the
+   * metrics some tier rolls over) in a billing period of the last 400 days, after `after` in id order, `limit` of them.
+   */
+  async rolloverCandidates(metrics: readonly string[], after: string | null, limit: number): Promise<string[]> {
+    const rows: { id: string }[] = await this.db.query(
+      `SELECT DISTINCT c.organisation_id AS id FROM usage_counters c
+       WHERE c.metric = ANY ($1::text[]) AND c.period_start > 0 AND c.updated_at > now() - interval '400 days'
+         AND ($2::uuid IS NULL OR c.organisation_id > $2::uuid)
+       ORDER BY 1 LIMIT $3`,
+      [metrics, after, limit],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** credits.roll_over: the organisation's rollover grants of its current period, each once; how many it made. */
+  async rollOver(organisationId: string, urls: readonly string[]): Promise<number> {
+    const { tiers, graceS } = licenseArguments(this.config);
+    const [row] = await this.db.query(`SELECT credits.roll_over($1::uuid, $2::jsonb, $3::bigint, $4::text[]) AS made`, [organisationId, tiers, graceS, urls]);
+    return row.made;
+  }
+
   async findGrant(m: EntityManager, organisationId: string, grantId: string): Promise<GrantRow | undefined> {
     const [row] = await m.query(`SELECT ${GRANT_COLUMNS} FROM credit_grants g WHERE g.organisation_id = $1 AND g.id = $2`, [organisationId, grantId]);
     return row;

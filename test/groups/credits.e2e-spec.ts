@@ -8,3 +8,4 @@ import '../credits-reservations.e2e-spec';
 import '../credits-concurrency.e2e-spec';
 import '../credits-expiry.e2e-spec';
 import '../credits-cli.e2e-spec';
+import '../credits-rollover.e2e-spec';

@@ -1,0 +1,92 @@
+import { CreditJobs } from '../src/credits/credit-jobs';
+import { CREDITS_TABLE, creditsTiersFile, ledgerMismatches } from './support/credits';
+import { createOrganisation, startTestApp, TestApp } from './support/test-app';
+
+const KEY = 'svc-key-credits-rollover';
+
+/** The free tier rolls up to 30 unused ai_tokens over (its included amount: 100 a calendar month). */
+const TABLE = {
+  ...CREDITS_TABLE,
+  tiers: { ...CREDITS_TABLE.tiers, free: { ...CREDITS_TABLE.tiers.free, ai_tokens: { limit: 100, overage: 'credits', rollover: { max: 30 } } } },
+};
+
+/**
+ * Rollover (spec §16.1): the unused included amount of the period before, at most `max`, becomes one promotional
+ * grant per organisation, metric and period, effective at the period's start and expiring at its end, whichever
+ * instance or job makes it.
+ */
+describe('credits: rollover', () => {
+  let a: TestApp;
+  let b: TestApp;
+  const env = { SERVICE_API_KEYS: KEY, TIERS_FILE: creditsTiersFile(TABLE) };
+
+  beforeAll(async () => {
+    a = await startTestApp({ env });
+    b = await startTestApp({ env, databaseUrl: a.databaseUrl });
+  });
+  afterAll(async () => {
+    await b.close();
+    await a.close();
+  });
+
+  const now = new Date();
+  const monthStart = (offset: number) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + offset, 1));
+  // Read at the database's clock, which decides the period: a run across a month's end is not a case here.
+  const usedIn = (org: string, month: Date, used: number, metric = 'ai_tokens') =>
+    a.db.query(`INSERT INTO usage_counters (organisation_id, metric, period_start, used) VALUES ($1, $2, $3, $4)`, [org, metric, Math.floor(month.getTime() / 1000), used]);
+  const rollovers = async (org: string) =>
+    (await a.db.query(
+      `SELECT metric, amount, remaining, category, source, reference, effective_at, expires_at FROM credit_grants WHERE organisation_id = $1 AND source = 'rollover'`,
+      [org],
+    )) as { metric: string; amount: number; effective_at: Date; expires_at: Date; reference: string }[];
+  const newOrg = async () => (await createOrganisation(a)).id;
+
+  it('what the previous month left unused, at most max, once, whichever instance makes it', async () => {
+    const [some, little, over, dormant] = [await newOrg(), await newOrg(), await newOrg(), await newOrg()];
+    await usedIn(some, monthStart(-1), 80);
+    await usedIn(little, monthStart(-1), 10);
+    await usedIn(over, monthStart(-1), 140);
+    // Its last use was two months ago: the month before this one recorded none.
+    await usedIn(dormant, monthStart(-2), 0);
+    const jobs = [a.app.get(CreditJobs), b.app.get(CreditJobs)];
+
+    const made = await Promise.all([...jobs, ...jobs].map((j) => j.rollOver(some)));
+    expect(made.reduce((x, y) => x + y, 0)).toBe(1);
+    const period = `rollover:ai_tokens:${monthStart(0).getTime() / 1000}`;
+    expect(await rollovers(some)).toEqual([
+      {
+        metric: 'ai_tokens',
+        amount: 20,
+        remaining: 20,
+        category: 'promotional',
+        source: 'rollover',
+        reference: period,
+        effective_at: monthStart(0),
+        expires_at: monthStart(1),
+      },
+    ]);
+    for (const org of [little, over, dormant]) await jobs[0].rollOver(org);
+    expect((await rollovers(little)).map((g) => g.amount)).toEqual([30]);
+    expect(await rollovers(over)).toEqual([]);
+    expect(await rollovers(dormant)).toEqual([]);
+
+    // It counts as any grant: after the included 100, reports draw on it.
+    const { body } = await a.http().get('/api/licensing/credits').query({ organisation_id: some }).set('X-Service-Key', KEY).expect(200);
+    expect(body.data[0]).toMatchObject({ balance: 20, available: 120, grants: [{ source: 'rollover', amount: 20 }] });
+    const entries = await a.db.query(`SELECT kind, amount, reference FROM credit_ledger WHERE organisation_id = $1`, [some]);
+    expect(entries).toEqual([{ kind: 'grant', amount: 20, reference: period }]);
+    expect(await ledgerMismatches(a, some)).toEqual([]);
+  });
+
+  it("the minutely job makes them, on both instances at once, and again makes none; a metric without a rollover or a block metric never", async () => {
+    const org = await newOrg();
+    await usedIn(org, monthStart(-1), 90);
+    await usedIn(org, monthStart(-1), 1, 'gpu_s');
+    await usedIn(org, monthStart(-1), 1, 'api_s');
+    // Other organisations' candidates may be made meanwhile: count this one's grants.
+    await Promise.all([a.app.get(CreditJobs).minutely(), b.app.get(CreditJobs).minutely()]);
+    await a.app.get(CreditJobs).minutely();
+    await a.app.get(CreditJobs).minutely();
+    expect((await rollovers(org)).map((g) => [g.metric, g.amount])).toEqual([['ai_tokens', 10]]);
+  });
+});
