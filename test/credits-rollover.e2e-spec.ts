@@ -38,7 +38,7 @@ describe('credits: rollover', () => {
     (await a.db.query(
       `SELECT metric, amount, remaining, category, source, reference, effective_at, expires_at FROM credit_grants WHERE organisation_id = $1 AND source = 'rollover'`,
       [org],
-    )) as { metric: string; amount: number; effective_at: Date; expires_at: Date; reference: string }[];
+    )) as { metric: string; amount: number; remaining: number; effective_at: Date; expires_at: Date; reference: string }[];
   const newOrg = async () => (await createOrganisation(a)).id;
 
   it('what the previous month left unused, at most max, once, whichever instance makes it', async () => {
@@ -76,6 +76,20 @@ describe('credits: rollover', () => {
     const entries = await a.db.query(`SELECT kind, amount, reference FROM credit_ledger WHERE organisation_id = $1`, [some]);
     expect(entries).toEqual([{ kind: 'grant', amount: 20, reference: period }]);
     expect(await ledgerMismatches(a, some)).toEqual([]);
+  });
+
+  it('made lazily by the first report of the period, which may draw on it; concurrent first reports on two instances make one', async () => {
+    const org = await newOrg();
+    await usedIn(org, monthStart(-1), 75);
+    const report = (t: TestApp, amount: number) =>
+      t.http().post('/api/licensing/usage').set('X-Service-Key', KEY).send({ organisation_id: org, metric: 'ai_tokens', amount });
+    // 100 included + 25 rolled over: ten reports of 12 (120) all fit, whichever comes first.
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => report(i % 2 ? a : b, 12)));
+    expect(answers.map((r) => r.status)).toEqual(answers.map(() => 200));
+    expect((await rollovers(org)).map((g) => [g.amount, g.remaining])).toEqual([[25, 5]]);
+    expect((await report(a, 6).expect(402)).body.code).toBe('insufficient_credits');
+    expect((await report(b, 5).expect(200)).body).toMatchObject({ used: 125, balance: 0, available: 0 });
+    expect(await ledgerMismatches(a, org)).toEqual([]);
   });
 
   it("the minutely job makes them, on both instances at once, and again makes none; a metric without a rollover or a block metric never", async () => {

@@ -34,7 +34,9 @@ const policyOf = (overage: string, metric: string) => `COALESCE(${overage} ->> $
  * - `locked`: the counters the events touch, locked in one order (organisation, metric, period), so that
  *   concurrent writers on any instance never deadlock; FOR UPDATE returns each row's latest committed value,
  *   and `moved` says that a writer committed to it after this statement's snapshot was taken.
- * - `roomed`: what the counter's room is made of besides the counter: the live holds, and for a credits metric
+ * - `roomed`: (first, for a credits metric whose counter of the period does not exist yet, the organisation's
+ *   rollovers of the period, credits.roll_over, once whoever makes them) what the counter's room is made of besides
+ *   the counter: the live holds, and for a credits metric
  *   the balance. Read fresh through credits.room once the counter's lock is held (which also locks the grants)
  *   for a credits metric or a counter that moved (a hold committed meanwhile is not in this statement's
  *   snapshot; every hold writes its counter, so it moves it); else from the snapshot, which then misses nothing.
@@ -160,7 +162,7 @@ const evSql = (keyed: boolean, { organisations: $orgs, metrics: $metrics, amount
  * The statement's head; `license(org)` is the license of `org` (licensing.license_state) and `tiers` the tier
  * table, as constants (see UsageRepository's constructor).
  */
-const applySqlHead = (license: (organisation: string) => string, tiers: string, keyed: boolean) => `
+const applySqlHead = (license: (organisation: string) => string, tiers: string, keyed: boolean, rollOver: (organisation: string) => string) => `
   WITH RECURSIVE
   ${evSql(keyed)}
   ${keyed ? PRIOR_SQL : ''}
@@ -195,7 +197,11 @@ const applySqlHead = (license: (organisation: string) => string, tiers: string, 
           SELECT org, metric, period, lim, policy, amounts, ns, kinds, res, reserved, 0, false, false
           FROM counters WHERE (org, metric, period) NOT IN (SELECT org, metric, period FROM locked)) s
     CROSS JOIN LATERAL (
-      SELECT x.held, x.balance, x.live FROM credits.room(s.org, s.metric, s.policy = 'credits', s.res) x
+      -- A credits metric's first use in a period makes the organisation's rollovers of it first (once, whoever
+      -- makes them: credits.roll_over), so that its room counts them; room reads after it (it takes its result).
+      SELECT x.held, x.balance, x.live
+      FROM (SELECT CASE WHEN s.policy = 'credits' AND NOT s.existed THEN ${rollOver('s.org')} ELSE 0 END AS rolled) ro
+      CROSS JOIN LATERAL credits.room(s.org, s.metric, s.policy = 'credits' AND ro.rolled >= 0, s.res) x
       WHERE s.policy = 'credits' OR s.moved
       UNION ALL
       SELECT COALESCE(sum(h.amount), 0)::bigint, 0::bigint, COALESCE(array_agg(h.id) FILTER (WHERE h.id = ANY (s.res)), '{}')
@@ -319,6 +325,7 @@ const meteredSql = (metrics: string[], flushS: number) => `
 const applySql = (
   license: (organisation: string) => string,
   tiers: string,
+  graceS: number,
   keyed: boolean,
   handOn: { capacity: boolean; meters?: { metrics: string[]; flushS: number } },
 ) => {
@@ -327,7 +334,9 @@ const applySql = (
     handOn.capacity ? 'COALESCE((SELECT queued FROM capacity), 0) AS queued' : '0 AS queued',
     ...(handOn.meters ? ['COALESCE((SELECT windows FROM metered), 0) AS metered'] : []),
   ];
-  return `${applySqlHead(license, tiers, keyed)}${ctes.map((cte) => `, ${cte}`).join('')}
+  const urls = handOn.capacity ? `${paramsOf(keyed).urls}::text[]` : `'{}'::text[]`;
+  const rollOver = (organisation: string) => `credits.roll_over(${organisation}, ${tiers}, ${graceS}, ${urls})`;
+  return `${applySqlHead(license, tiers, keyed, rollOver)}${ctes.map((cte) => `, ${cte}`).join('')}
    ${applySqlAnswer(keyed, columns.join(', '))}`;
 };
 
@@ -444,7 +453,7 @@ export class UsageRepository {
     const license = (organisation: string) => `licensing.license_state(${organisation}, ${tiersSql}, ${Number(graceS)}) s`;
     const metrics = Object.keys(config.providerMeters);
     const handOn = { capacity: this.notifying, meters: metrics.length ? { metrics, flushS: config.meterFlushS } : undefined };
-    this.applySql = { keyed: applySql(license, tiersSql, true, handOn), keyless: applySql(license, tiersSql, false, handOn) };
+    this.applySql = { keyed: applySql(license, tiersSql, Number(graceS), true, handOn), keyless: applySql(license, tiersSql, Number(graceS), false, handOn) };
   }
 
   /** Applies the events in order (no two with the same organisation and key); one row per event. */
