@@ -1,4 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { stopProcess, TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -22,7 +23,7 @@ describe('operator CLI on the embedded database, with and without the server run
   afterAll(async () => {
     await stop(server);
     rmSync(folder, { recursive: true, force: true });
-  });
+  }, TEARDOWN_TIMEOUT_MS);
 
   // Run in the folder itself, so DATA_DIR is its .data, exactly as for `npm start` and `npm run cli` there.
   const inFolder = (args: string[]) => runCli(args, {}, { cwd: folder });
@@ -76,11 +77,9 @@ describe('operator CLI on the embedded database, with and without the server run
   }, 60_000);
 });
 
+/** SIGTERM, with a long grace: the server stops its embedded PostgreSQL on the way out (a SIGKILL would orphan it). */
 async function stop(child: ChildProcess | undefined) {
-  if (!child || child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
+  if (child) await stopProcess(child, { graceMs: 60_000 });
 }
 
 /** Polls until `check` passes; fails at once when `gaveUp` says the process it waits for has exited. */

@@ -1,4 +1,5 @@
 import { startTcpProxy } from './support/tcp-proxy';
+import { TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import { createTestDatabase } from './support/databases';
 import { startTestApp, TestApp } from './support/test-app';
 
@@ -13,10 +14,11 @@ describe('the database going away mid-run', () => {
     t = await startTestApp({ databaseUrl: proxy.url, env: { DATABASE_STATEMENT_TIMEOUT_MS: '800', DATABASE_QUERY_TIMEOUT_MS: '1000' } });
   });
   afterAll(async () => {
+    proxy.restore();
     await t.close();
     await proxy.close();
     await database.drop();
-  });
+  }, TEARDOWN_TIMEOUT_MS);
 
   it('answers 503 while it is gone, does not crash, and recovers when it is back', async () => {
     await t.http().get('/api/health').expect(200);

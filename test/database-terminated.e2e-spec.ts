@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import http from 'node:http';
 import { Client } from 'pg';
 import { toErrorBody } from '../src/common/error.filter';
@@ -110,16 +111,13 @@ describe('PostgreSQL ending the service\'s connections (a failover, a restart, p
       await Promise.all(instances.map((i) => i.server.healthy()));
     }, PROCESS_TEST_TIMEOUT_MS);
     afterAll(async () => {
+      await Promise.all(instances.map((i) => i.server.stop()));
       for (const i of instances) {
-        if (i.server.child.exitCode === null) {
-          i.server.child.kill('SIGTERM');
-          await i.server.exited;
-        }
         await i.direct.end();
         await i.database.drop();
       }
       await receiver?.close();
-    }, PROCESS_TEST_TIMEOUT_MS);
+    }, TEARDOWN_TIMEOUT_MS);
 
     /** An organisation with an owner and a session, through the provisioning API. */
     async function caller(port: number) {

@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import { counters, errorBody } from './licensing-fixtures';
 import { createTestDatabase, TestDatabase } from './support/databases';
 import { activePgBouncer, operatorsStatementTimeout } from './support/pgbouncer';
@@ -32,7 +33,7 @@ describe('the statement timeout: a 5xx because the database was slow has committ
     await locker.end();
     await t.close();
     await database.drop();
-  });
+  }, TEARDOWN_TIMEOUT_MS);
 
   const report = (body: object) => t.http().post('/api/licensing/usage').set('X-Service-Key', KEY).send(body);
 

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import { createClient } from '../packages/client/src';
@@ -26,10 +27,10 @@ describe('.env.example, copied to .env', () => {
     receiver = await startReceiver(example.NOTIFY_SECRET!);
   });
   afterAll(async () => {
-    if (server?.child.exitCode === null) server.child.kill('SIGKILL');
+    await server?.stop();
     await receiver?.close();
     await database?.drop();
-  });
+  }, TEARDOWN_TIMEOUT_MS);
 
   it('sets the integration up: its service key provisions, and its secret signs what the web app receives', async () => {
     expect(Object.keys(example)).toEqual(expect.arrayContaining(['SERVICE_API_KEYS', 'NOTIFY_URLS', 'NOTIFY_SECRET']));

@@ -1,7 +1,8 @@
 import { Client } from 'pg';
+import { TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import { MIGRATION_LOCK } from '../src/database/migrate';
 import { createTestDatabase, migrationLockWaiters } from './support/databases';
-import { getStatus, PROCESS_TEST_TIMEOUT_MS, ServerProcess, spawnServer, waitFor } from './support/server-process';
+import { getStatus, PROCESS_TEST_TIMEOUT_MS, ServerProcess, spawnServer, START_TIMEOUT_MS, waitFor } from './support/server-process';
 
 const SECRET = 'whsec_migration_lock_test';
 
@@ -17,10 +18,10 @@ describe('a start that finds another instance migrating', () => {
     await locker.connect();
   });
   afterAll(async () => {
-    for (const s of servers) if (s.child.exitCode === null) s.child.kill('SIGKILL');
+    await Promise.all(servers.map((s) => s.stop()));
     await locker.end();
     await database.drop();
-  });
+  }, TEARDOWN_TIMEOUT_MS);
 
   const start = async (env: Record<string, string>) => {
     const server = await spawnServer({ DATABASE_URL: database.url, PAYPROVIDER_WEBHOOK_SECRET: SECRET, ...env });
@@ -31,12 +32,18 @@ describe('a start that finds another instance migrating', () => {
   it('waits for the lock, saying so and who holds it, and starts once it is released', async () => {
     await locker.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     const server = await start({ MIGRATION_LOCK_TIMEOUT_S: '120' });
-    await waitFor('the start to queue for the migration lock', async () => ((await migrationLockWaiters(locker)).length === 1 ? true : undefined));
+    // A wait, not a measure: the process's start reaches the lock after loading its modules (over 20 s at load 20+).
+    await waitFor(
+      'the start to queue for the migration lock',
+      async () => ((await migrationLockWaiters(locker)).length === 1 ? true : undefined),
+      START_TIMEOUT_MS,
+    );
     const { rows } = await locker.query('SELECT pg_backend_pid() AS pid');
     await waitFor('the log to say it waits', async () =>
       new RegExp(
         `another instance is applying migrations \\(backend pid ${rows[0].pid}\\b.*\\): waiting up to 120 s for pg_advisory_lock\\(7236001\\)`,
       ).test(server.output()) || undefined,
+      START_TIMEOUT_MS,
     );
     // Not failed, and not serving either: health only answers once migrations are applied.
     expect(server.child.exitCode).toBeNull();

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import http from 'node:http';
 import { connect } from 'node:net';
 import { Client } from 'pg';
@@ -49,8 +50,8 @@ function tryConnect(port: number): Promise<string> {
 /** The built server on its own database, once healthy. */
 async function startService(databaseUrl: string): Promise<ServerProcess> {
   const service = await spawnServer({ DATABASE_URL: databaseUrl, PAYPROVIDER_WEBHOOK_SECRET: SECRET });
-  await service.healthy().catch((err) => {
-    service.child.kill('SIGKILL');
+  await service.healthy().catch(async (err) => {
+    await service.stop();
     throw err;
   });
   return service;
@@ -90,10 +91,10 @@ describe('graceful shutdown of the real process', () => {
     await admin.connect();
   });
   afterAll(async () => {
-    for (const s of services) if (s.child.exitCode === null) s.child.kill('SIGKILL');
+    await Promise.all(services.map((s) => s.stop()));
     await admin.end();
     await database.drop();
-  });
+  }, TEARDOWN_TIMEOUT_MS);
 
   it('on SIGTERM refuses new connections, finishes in-flight requests (a webhook commits, then 200), exits 0', async () => {
     const service = await startService(database.url);

@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import { NotificationDeliveryService } from '../src/notifications/notification-delivery.service';
 import { createTestDatabase, TestDatabase } from './support/databases';
 import { newNotifySecret, NotificationReceiver, startReceiver } from './support/notification-receiver';
@@ -40,11 +41,12 @@ describe('the database going away', () => {
     });
     afterEach(() => proxy.restore());
     afterAll(async () => {
+      proxy.restore();
       await direct.end();
       await t.close();
       await proxy.close();
       await database.drop();
-    });
+    }, TEARDOWN_TIMEOUT_MS);
 
     it.each([
       ['cut', '(connections reset, new ones refused)', () => proxy.cut()],
@@ -117,17 +119,14 @@ describe('the database going away', () => {
       await Promise.all(instances.map((i) => i.server.healthy()));
     }, PROCESS_TEST_TIMEOUT_MS);
     afterAll(async () => {
+      await Promise.all(instances.map((i) => i.server.stop()));
       for (const i of instances) {
-        if (i.server.child.exitCode === null) {
-          i.server.child.kill('SIGTERM');
-          await i.server.exited;
-        }
         await i.direct.end();
         await i.proxy.close();
         await i.database.drop();
       }
       await receiver.close();
-    });
+    }, TEARDOWN_TIMEOUT_MS);
 
     /** A license change written through the webhook; resolves once its notification reached the receiver. */
     async function notifiedAfterwards(i: (typeof instances)[number]) {
@@ -191,6 +190,7 @@ describe('the database going away', () => {
         const [again] = await waitFor('the second attempt, accepted', () => receiver.accepted(org).length > 0 && receiver.accepted(org));
         expect(again.json.type).toBe('license.updated');
       } finally {
+        proxy.restore();
         await t.close();
         await proxy.close();
         await database.drop();

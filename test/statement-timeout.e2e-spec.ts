@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import { DataSource } from 'typeorm';
 import { preparedQuery } from '../src/database/prepared';
 import { transaction } from '../src/database/transaction';
@@ -32,7 +33,7 @@ describe('the statement time limit: a statement over it fails and nothing commit
     await admin.end();
     await t.close();
     await database.drop();
-  });
+  }, TEARDOWN_TIMEOUT_MS);
 
   const ids = async () => (await admin.query('SELECT id FROM timeout_probe ORDER BY id')).rows.map((r) => r.id);
   const cancelled = { code: '57014' }; // canceling statement due to statement timeout

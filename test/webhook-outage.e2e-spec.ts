@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import { createTestDatabase } from './support/databases';
 import { invoiceObject, invoicePaidEvent } from './support/provider-events';
 import { startTcpProxy } from './support/tcp-proxy';
@@ -24,11 +25,12 @@ describe('webhook when the database fails mid-delivery', () => {
     await direct.connect();
   });
   afterAll(async () => {
+    proxy.restore();
     await direct.end();
     await t.close();
     await proxy.close();
     await database.drop();
-  });
+  }, TEARDOWN_TIMEOUT_MS);
 
   const stored = async (eventId: string, org: string) => {
     const { rows } = await direct.query(

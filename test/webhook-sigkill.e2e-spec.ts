@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import { Client } from 'pg';
 import { createTestDatabase } from './support/databases';
 import { invoiceObject, invoicePaidEvent, TEST_PRICE_PRO } from './support/provider-events';
@@ -48,10 +49,10 @@ describe('the server killed (SIGKILL) in the middle of 200 concurrent webhook de
     await db.connect();
   });
   afterAll(async () => {
-    for (const s of servers) if (s.child.exitCode === null) s.child.kill('SIGKILL');
+    await Promise.all(servers.map((s) => s.stop()));
     await db.end();
     await database.drop();
-  });
+  }, TEARDOWN_TIMEOUT_MS);
 
   const start = async (env: Record<string, string> = {}) => {
     const server = await spawnServer({

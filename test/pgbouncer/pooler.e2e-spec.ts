@@ -3,7 +3,8 @@ import { MIGRATION_LOCK } from '../../src/database/migrate';
 import { transaction } from '../../src/database/transaction';
 import { createTestDatabase, migrationLockWaiters } from '../support/databases';
 import { activePgBouncer, throughPgBouncer } from '../support/pgbouncer';
-import { ServerProcess, spawnServer, waitFor } from '../support/server-process';
+import { TEARDOWN_TIMEOUT_MS } from '../support/cleanup';
+import { PROCESS_TEST_TIMEOUT_MS, ServerProcess, spawnServer, START_TIMEOUT_MS, waitFor } from '../support/server-process';
 import { newNotifySecret, startReceiver } from '../support/notification-receiver';
 import { subscriptionEvent, subscriptionObject } from '../support/provider-events';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from '../support/test-app';
@@ -18,7 +19,7 @@ describe('behind PgBouncer in transaction mode', () => {
   });
   afterAll(async () => {
     await t.close();
-  });
+  }, TEARDOWN_TIMEOUT_MS);
 
   it('the test PgBouncer is strict: a named statement or a session setting does not survive its transaction', async () => {
     const client = new Client({ connectionString: activePgBouncer()!.urlFor(t.databaseUrl) });
@@ -112,7 +113,7 @@ describe('notifications behind PgBouncer', () => {
       await t.close();
       await receiver.close();
     }
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 });
 
 describe('migrations behind PgBouncer', () => {
@@ -132,16 +133,16 @@ describe('migrations behind PgBouncer', () => {
       const waiters = await waitFor('the start to wait for the lock', async () => {
         const names = await migrationLockWaiters(locker);
         return names.length ? names : undefined;
-      });
+      }, START_TIMEOUT_MS); // a wait, not a measure: the process loads its modules first (over 20 s under load)
       expect(waiters).toEqual(['via-direct-url']);
       await locker.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
       await server.healthy();
       server.child.kill('SIGTERM');
       expect((await server.exited).code).toBe(0);
     } finally {
-      if (server?.child.exitCode === null) server.child.kill('SIGKILL');
+      await server?.stop();
       await locker.end();
       await database.drop();
     }
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 });

@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SESSION_SETTINGS } from '../../src/database/typeorm-options';
+import { stopProcess, TEARDOWN_TIMEOUT_MS } from './cleanup';
 import { adminQuery, serverUrl } from './databases';
 import { freePort } from './free-port';
 
@@ -83,7 +84,6 @@ export async function startPgBouncer(target = serverUrl()): Promise<PgBouncer> {
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await waitListening(port, child, () => output);
   return {
     urlFor(directUrl: string) {
@@ -96,8 +96,7 @@ export async function startPgBouncer(target = serverUrl()): Promise<PgBouncer> {
     },
     output: () => output,
     async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
+      await stopProcess(child);
     },
   };
 }
@@ -116,7 +115,7 @@ async function waitListening(port: number, child: ChildProcess, output: () => st
     });
     if (open) return;
     if (Date.now() > deadline) {
-      child.kill('SIGKILL');
+      await stopProcess(child, { graceMs: 0 });
       throw new Error(`pgbouncer did not listen on ${port}:\n${output()}`);
     }
     await new Promise((r) => setTimeout(r, 50));
@@ -141,7 +140,7 @@ export function throughPgBouncer(): void {
   afterAll(async () => {
     await current?.stop();
     current = undefined;
-  });
+  }, TEARDOWN_TIMEOUT_MS);
 }
 
 /** The PgBouncer of this spec file, if it asked for one. */

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { exitOf, Exit, stopProcess } from './cleanup';
 import { freePort } from './free-port';
 import { waitFor } from './wait-for';
 import { ROOT } from './run-cli';
@@ -24,7 +25,9 @@ export interface ServerProcess {
   child: ChildProcess;
   port: number;
   output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<Exit>;
+  /** SIGTERM, then SIGKILL if it has not exited within the grace (test/support/cleanup.ts); resolves once it has. */
+  stop(): Promise<Exit>;
   /** Resolves once GET /api/health answers 200; rejects (with the output) if the process exits first. */
   healthy(timeoutMs?: number): Promise<void>;
 }
@@ -56,9 +59,7 @@ export async function spawnServer(env: Record<string, string>, port?: number, fi
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
+  const exited = exitOf(child);
   let gone = false;
   void exited.then(() => (gone = true));
   return {
@@ -66,6 +67,7 @@ export async function spawnServer(env: Record<string, string>, port?: number, fi
     port: listenOn,
     output: () => output,
     exited,
+    stop: () => stopProcess(child),
     healthy: async (timeoutMs = START_TIMEOUT_MS) => {
       const outcome = await waitFor(
         'the service to become healthy',

@@ -1,4 +1,5 @@
 import { createServer, Socket } from 'node:net';
+import { closable } from './cleanup';
 
 /**
  * A TCP proxy in front of PostgreSQL that a test can cut (every open connection is reset and new
@@ -31,6 +32,7 @@ export async function startTcpProxy(targetUrl: string) {
     }
     client.pipe(upstream).pipe(client);
   });
+  const listening = closable(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
   const proxied = new URL(targetUrl);
@@ -51,10 +53,10 @@ export async function startTcpProxy(targetUrl: string) {
       cut = false;
       stalled = false;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    /** Ends every connection (both sides) and stops listening; resolves once closed. */
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await listening.close();
+    },
   };
 }
