@@ -33,11 +33,12 @@ describe('a start that finds another instance migrating', () => {
     await locker.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     const server = await start({ MIGRATION_LOCK_TIMEOUT_S: '120' });
     // A wait, not a measure: the process's start reaches the lock after loading its modules (over 20 s at load 20+).
-    await waitFor(
+    const queued = await waitFor(
       'the start to queue for the migration lock',
-      async () => ((await migrationLockWaiters(locker)).length === 1 ? true : undefined),
+      async () => (server.child.exitCode !== null ? 'exited' : (await migrationLockWaiters(locker)).length === 1 ? 'queued' : undefined),
       START_TIMEOUT_MS,
     );
+    if (queued === 'exited') throw new Error(`the start exited instead of waiting:\n${server.output()}`);
     const { rows } = await locker.query('SELECT pg_backend_pid() AS pid');
     await waitFor('the log to say it waits', async () =>
       new RegExp(
