@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { axeViolations, launchChromium } from './support/browser';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
+import { waitFor } from './support/wait-for';
 
 jest.setTimeout(120_000);
 
@@ -204,10 +205,24 @@ describe('the React components in the example web app', () => {
     // A credit pack: the sandbox's checkout, back to the app, and the invoice paid.
     const credits = page.getByRole('region', { name: 'AI tokens credits' });
     expect(await credits.getByText('100,000 of 100,000 included this period left').count()).toBe(1);
+    expect(await credits.getByText('Credit balance: 0').count()).toBe(1);
+    expect(await credits.getByText('Available now: 100,000').count()).toBe(1);
     await Promise.all([page.waitForURL(/\/sandbox\/checkout\/cs_/), credits.getByRole('button', { name: 'Buy 1,000,000 AI tokens for €10.00' }).click()]);
     await Promise.all([page.waitForURL(/\/billing\/success\?session_id=cs_\w+&credits=1$/), page.getByRole('button', { name: 'Pay €10.00' }).click()]);
     await page.getByText('Payment received: your credits are on their way.').waitFor();
     expect((await state(owner.auth, orgId)).paid).toEqual([1000]);
+    // The sandbox's paid event grants the pack; once the service has it, the workspace shows the balance grown.
+    const read = async () => (await t.http().get('/api/licensing/credits').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body.data[0];
+    const granted = await waitFor('the pack granted', async () => ((await read()).balance === 1_000_000 ? read() : undefined));
+    await page.getByRole('link', { name: 'Workspace' }).click();
+    const after = page.getByRole('region', { name: 'AI tokens credits' });
+    await after.getByText('Credit balance: 1,000,000').waitFor();
+    expect(await after.getByText('Available now: 1,100,000').count()).toBe(1);
+    const expires = new Intl.DateTimeFormat('en-US', { dateStyle: 'medium' }).format(new Date(granted.grants[0].expires_at));
+    expect(await after.getByRole('list', { name: 'Credits by expiry, in the order they are used' }).getByRole('listitem').allTextContents()).toEqual([
+      `1,000,000 expire on ${expires}`,
+    ]);
+    expect(await axeViolations(page)).toEqual([]);
 
     await page.getByRole('link', { name: 'Billing' }).click();
     await page.getByRole('region', { name: 'Plans' }).getByRole('button', { name: 'Choose Pro' }).waitFor();

@@ -61,51 +61,61 @@ export function useSubscription(): Read<Schemas['SubscriptionView'] | null> {
 /** What the organisation has of a credits metric, and the packs that sell more of it. */
 export interface Credits {
   metric: Metric;
-  /** The limit in force: the amount included per period. */
+  /** Whether the tier in force draws on credits for this metric (`overage: "credits"`); else grants are kept but not counted. */
+  counted: boolean;
+  /** The included amount of the period (the limit in force), what of it is used, and what is left. */
   included: number;
   used: number;
-  /** What is left of the included amount this period. */
   includedLeft: number;
-  /** What a report past the limit does: only `credits` draws on purchased credits. */
-  overage: Schemas['LimitEntitlement']['overage'];
+  /** What is left of the grants that count (purchased packs, operators' grants, rollover). */
+  balance: number;
+  /** What live reservations hold. */
+  reserved: number;
+  /** What the next reports may take: includedLeft + balance − reserved. */
+  available: number;
+  /** The grants that count, with what is left of each and its expiry, in the order they are drawn on. */
+  grants: Schemas['CreditGrantRecord'][];
   /** The packs on sale for this metric (with their prices; the first price is the one sold). */
   packs: Schemas['CreditPackPlan'][];
-  /**
-   * The balance of purchased and granted credits, and each grant with its expiry: null while the service has
-   * no route that reads them for a member (the grants are kept, and spent by usage reports, all the same).
-   */
-  balance: number | null;
-  grants: { amount: number; expires_at: number | null }[] | null;
 }
 
-/** A credits metric: the included amount left, the packs for sale (`CreditBalance` shows it). */
+/**
+ * A credits metric (`GET /api/licensing/credits`, with the packs of `GET /api/billing/plans`): the included
+ * amount left, the balance, what is reserved and available, the grants; `CreditBalance` shows it. A metric
+ * that the tier in force does not draw credits for is `counted: false`, with its usage from the entitlements.
+ */
 export function useCredits(metric: Metric): Read<Credits> {
+  const { client, organisationId } = useBilling();
+  const credits = useRead(orgKey(organisationId, 'credits'), () => client.credits(organisationId));
   const entitlements = useEntitlements();
   const plans = usePlans();
+  const entry = credits.data?.data.find((c) => c.metric === metric);
   const limit = entitlements.data?.limits[metric] as Schemas['LimitEntitlement'] | undefined;
   const packs = plans.data?.credit_packs;
   const data = useMemo<Credits | undefined>(() => {
-    if (!limit || !packs) return undefined;
+    if (!credits.data || !packs || (!entry && !limit)) return undefined;
+    const included = entry ? entry.included : { limit: limit!.limit, used: limit!.used, remaining: Math.max(0, limit!.limit - limit!.used) };
     return {
       metric,
-      included: limit.limit,
-      used: limit.used,
-      includedLeft: Math.max(0, limit.limit - limit.used),
-      overage: limit.overage,
+      counted: entry !== undefined,
+      included: included.limit,
+      used: included.used,
+      includedLeft: included.remaining,
+      balance: entry?.balance ?? 0,
+      reserved: entry?.reserved ?? 0,
+      available: entry?.available ?? included.remaining,
+      grants: entry?.grants ?? [],
       packs: packs.filter((pack) => pack.metric === metric),
-      balance: null,
-      grants: null,
     };
-  }, [metric, limit, packs]);
-  const refreshEntitlements = entitlements.refresh;
-  const refreshPlans = plans.refresh;
+  }, [metric, credits.data, entry, limit, packs]);
+  const [refreshCredits, refreshEntitlements, refreshPlans] = [credits.refresh, entitlements.refresh, plans.refresh];
   const refresh = useCallback(async () => {
-    await Promise.all([refreshEntitlements(), refreshPlans()]);
-  }, [refreshEntitlements, refreshPlans]);
+    await Promise.all([refreshCredits(), refreshEntitlements(), refreshPlans()]);
+  }, [refreshCredits, refreshEntitlements, refreshPlans]);
   return {
     data,
-    loading: entitlements.loading || plans.loading,
-    error: entitlements.error ?? plans.error,
+    loading: credits.loading || entitlements.loading || plans.loading,
+    error: credits.error ?? entitlements.error ?? plans.error,
     refresh,
   };
 }

@@ -81,7 +81,10 @@ export interface Labels {
   creditsTitle: (metric: string) => string;
   includedLeft: (left: string, included: string) => string;
   balance: (amount: string) => string;
-  balanceUnavailable: string;
+  reserved: (amount: string) => string;
+  available: (amount: string) => string;
+  creditsNotCounted: (metric: string) => string;
+  grantsTitle: string;
   grantExpires: (amount: string, date: string) => string;
   grantNeverExpires: (amount: string) => string;
   buyPack: (amount: string, metric: string, price: string) => string;
@@ -175,8 +178,11 @@ export const defaultLabels: Labels = {
 
   creditsTitle: (metric) => `${metric} credits`,
   includedLeft: (left, included) => `${left} of ${included} included this period left`,
-  balance: (amount) => `Purchased credits: ${amount}`,
-  balanceUnavailable: 'The balance of purchased credits is not shown here yet.',
+  balance: (amount) => `Credit balance: ${amount}`,
+  reserved: (amount) => `Held for work in progress: ${amount}`,
+  available: (amount) => `Available now: ${amount}`,
+  creditsNotCounted: (metric) => `Your plan does not draw on ${metric} credits: they count once it does.`,
+  grantsTitle: 'Credits by expiry, in the order they are used',
   grantExpires: (amount, date) => `${amount} expire on ${date}`,
   grantNeverExpires: (amount) => `${amount} never expire`,
   buyPack: (amount, metric, price) => `Buy ${amount} ${metric} for ${price}`,

@@ -34,6 +34,7 @@ export interface InitialData {
   plans?: Schemas['PlanList'];
   subscription?: Schemas['SubscriptionResponse'];
   entitlements?: Schemas['EntitlementsResponse'];
+  credits?: Schemas['CreditsResponse'];
 }
 
 export interface BillingContextValue {
@@ -86,6 +87,7 @@ export function BillingProvider(props: BillingProviderProps) {
     if (initialData.plans) store.seed(PLANS_KEY, initialData.plans);
     if (initialData.subscription) store.seed(orgKey(organisationId, 'subscription'), initialData.subscription.subscription);
     if (initialData.entitlements) store.seed(orgKey(organisationId, 'entitlements'), initialData.entitlements);
+    if (initialData.credits) store.seed(orgKey(organisationId, 'credits'), initialData.credits);
   }
 
   const value = useMemo<BillingContextValue>(

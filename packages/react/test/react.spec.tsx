@@ -1,7 +1,7 @@
 import { ServiceError, type Schemas } from '@billing-licensing/client';
 import type { ReactNode } from 'react';
 import { renderToStaticMarkup } from 'react-dom/server';
-import { BillingProvider, createFormatter, Paywall, PlanManager, PricingTable, UsageMeter, type InitialData } from '../src/index';
+import { BillingProvider, createFormatter, CreditBalance, Paywall, PlanManager, PricingTable, UsageMeter, type InitialData } from '../src/index';
 import { ReadStore } from '../src/store';
 
 // The components' own logic without a browser: Intl formatting, the read cache, and the markup each component
@@ -177,6 +177,58 @@ describe('the components\' markup (server-rendered from the cache)', () => {
     expect(locked).not.toContain('the key');
     expect(locked).toContain('Single sign-on is not in your plan.');
     expect(locked).toContain('aria-expanded="false"');
+  });
+
+  it('CreditBalance: the included amount left, the balance, what is reserved and available, each grant, a buy button per pack', () => {
+    const grant = (id: string, remaining: number, expires_at: string | null): Schemas['CreditGrantRecord'] => ({
+      id,
+      metric: 'ai_tokens',
+      amount: 1_000_000,
+      remaining,
+      category: 'paid',
+      priority: 50,
+      source: 'top_up',
+      effective_at: '2026-11-24T12:00:00Z',
+      expires_at,
+      voided_at: null,
+      note: null,
+      created_at: '2026-11-24T12:00:00Z',
+    });
+    const credits: Schemas['CreditsResponse'] = {
+      data: [
+        {
+          metric: 'ai_tokens',
+          policy: 'credits',
+          included: { limit: 2_000_000, used: 2_000_000, remaining: 0 },
+          balance: 1_250_000,
+          reserved: 50_000,
+          available: 1_200_000,
+          grants: [grant('00000000-0000-4000-8000-00000000000a', 250_000, '2026-12-24T12:00:00Z'), grant('00000000-0000-4000-8000-00000000000b', 1_000_000, null)],
+          auto_recharge: null,
+        },
+      ],
+    };
+    const withPacks: Schemas['PlanList'] = {
+      ...plans,
+      credit_packs: [{ pack: 'tokens_1m', metric: 'ai_tokens', amount: 1_000_000, expires_after_days: 365, prices: [{ id: 'price_tokens_1m', interval: null, interval_count: null, unit_amount: 1000, currency: 'EUR' }] }],
+    };
+    const html = render(<CreditBalance metric="ai_tokens" />, { plans: withPacks, entitlements: entitlements({}), credits });
+    expect(html).toContain('<h2 id="');
+    expect(html).toContain('AI tokens credits</h2>');
+    expect(html).toContain('0 of 2,000,000 included this period left');
+    expect(html).toContain('Credit balance: 1,250,000');
+    expect(html).toContain('Held for work in progress: 50,000');
+    expect(html).toContain('Available now: 1,200,000');
+    expect(html).toContain('<li>250,000 expire on Dec 24, 2026</li><li>1,000,000 never expire</li>');
+    expect(html).toContain('>Buy 1,000,000 AI tokens for €10.00</button><span class="bl-muted"> valid for 365 days</span>');
+
+    // A metric the tier in force does not draw credits for: its usage from the entitlements, no balance counted.
+    const notCounted = render(<CreditBalance metric="projects" />, { plans: withPacks, entitlements: entitlements({}), credits });
+    expect(notCounted).toContain('0 of 25 included this period left');
+    expect(notCounted).toContain('Credit balance: 0');
+    expect(notCounted).toContain('Your plan does not draw on Projects credits: they count once it does.');
+    expect(notCounted).not.toContain('Available now');
+    expect(notCounted).not.toContain('<button');
   });
 
   it('renders "Loading…" while nothing is cached (nothing is fetched on the server)', () => {

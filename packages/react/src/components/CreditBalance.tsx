@@ -17,8 +17,9 @@ export interface CreditBalanceProps {
 }
 
 /**
- * A credits metric: what is left of the included amount, the balance and each grant's expiry (when the service
- * answers them), and "buy" for each credit pack on sale, which opens the provider's checkout for one pack.
+ * A credits metric: what is left of the included amount, the balance, what is reserved and available, each
+ * grant's remainder and expiry (`GET /api/licensing/credits`), and "buy" for each credit pack on sale, which
+ * opens the provider's checkout for one pack (`POST /api/billing/credits/checkout`).
  */
 export function CreditBalance(props: CreditBalanceProps) {
   const labels = useLabels(props.labels);
@@ -57,14 +58,16 @@ export function CreditBalance(props: CreditBalanceProps) {
     body = (
       <>
         <p>{labels.includedLeft(format.number(c.includedLeft), format.number(c.included))}</p>
-        {c.balance === null ? <p className="bl-muted">{labels.balanceUnavailable}</p> : <p>{labels.balance(format.number(c.balance))}</p>}
-        {c.grants && c.grants.length > 0 ? (
-          <ul className="bl-grants">
-            {c.grants.map((grant, i) => (
-              <li key={i}>
+        <p>{labels.balance(format.number(c.balance))}</p>
+        {c.reserved > 0 ? <p>{labels.reserved(format.number(c.reserved))}</p> : null}
+        {c.counted ? <p>{labels.available(format.number(c.available))}</p> : <p className="bl-muted">{labels.creditsNotCounted(metricName)}</p>}
+        {c.grants.length > 0 ? (
+          <ul className="bl-grants" aria-label={labels.grantsTitle}>
+            {c.grants.map((grant) => (
+              <li key={grant.id}>
                 {grant.expires_at === null
-                  ? labels.grantNeverExpires(format.number(grant.amount))
-                  : labels.grantExpires(format.number(grant.amount), format.date(grant.expires_at))}
+                  ? labels.grantNeverExpires(format.number(grant.remaining))
+                  : labels.grantExpires(format.number(grant.remaining), format.date(Date.parse(grant.expires_at) / 1000))}
               </li>
             ))}
           </ul>
