@@ -67,7 +67,7 @@ export interface Credits {
   included: number;
   used: number;
   includedLeft: number;
-  /** What is left of the grants that count (purchased packs, operators' grants, rollover). */
+  /** What is left of the grants that count (purchased packs, operators' grants, rollover); 0 when not `counted`. */
   balance: number;
   /** What live reservations hold. */
   reserved: number;

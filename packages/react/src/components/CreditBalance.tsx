@@ -58,9 +58,15 @@ export function CreditBalance(props: CreditBalanceProps) {
     body = (
       <>
         <p>{labels.includedLeft(format.number(c.includedLeft), format.number(c.included))}</p>
-        <p>{labels.balance(format.number(c.balance))}</p>
-        {c.reserved > 0 ? <p>{labels.reserved(format.number(c.reserved))}</p> : null}
-        {c.counted ? <p>{labels.available(format.number(c.available))}</p> : <p className="bl-muted">{labels.creditsNotCounted(metricName)}</p>}
+        {c.counted ? (
+          <>
+            <p>{labels.balance(format.number(c.balance))}</p>
+            {c.reserved > 0 ? <p>{labels.reserved(format.number(c.reserved))}</p> : null}
+            <p>{labels.available(format.number(c.available))}</p>
+          </>
+        ) : (
+          <p className="bl-muted">{labels.creditsNotCounted(metricName)}</p>
+        )}
         {c.grants.length > 0 ? (
           <ul className="bl-grants" aria-label={labels.grantsTitle}>
             {c.grants.map((grant) => (
