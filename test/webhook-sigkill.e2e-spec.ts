@@ -3,7 +3,7 @@ import { TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import { Client } from 'pg';
 import { createTestDatabase } from './support/databases';
 import { invoiceObject, invoicePaidEvent, TEST_PRICE_PRO } from './support/provider-events';
-import { PROCESS_TEST_TIMEOUT_MS, ServerProcess, spawnServer, waitFor } from './support/server-process';
+import { PROCESS_TEST_TIMEOUT_MS, ServerProcess, spawnServer, START_TIMEOUT_MS, waitFor } from './support/server-process';
 import { signatureHeader, WEBHOOK_PATH } from './support/webhook-signing';
 
 const SECRET = 'whsec_sigkill_test';
@@ -81,7 +81,7 @@ describe('the server killed (SIGKILL) in the middle of 200 concurrent webhook de
     await waitFor('the first deliveries to be stored', async () => {
       const { rows } = await db.query(`SELECT count(*)::int AS n FROM webhook_events`);
       return rows[0].n >= 10 ? true : undefined;
-    });
+    }, START_TIMEOUT_MS); // a wait, not a measure: at load 15 the first ten took over 20 s
     first.child.kill('SIGKILL');
     expect((await first.exited).signal).toBe('SIGKILL');
     const statuses = await Promise.all(replies);
