@@ -33,6 +33,8 @@ declare function show(...values: unknown[]): void;
 declare function hideSsoSettings(): void;
 declare function showSsoSettings(): void;
 declare function refreshLicense(organisationId: string, version: number): void;
+/** The guide's reservation example: the AI call whose cost (tokens spent) is known only once it has run. */
+declare function runTheModel(): Promise<number>;
 interface RawRequest { body: Uint8Array; headers: Record<string, string | string[] | undefined> }
 interface AppResponse { status(code: number): AppResponse; json(body: unknown): AppResponse; sendStatus(status: number): void }
 type AppRequest = import('@billing-licensing/client').GatedRequest & { params: Record<string, string> };
