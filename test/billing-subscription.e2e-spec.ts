@@ -45,6 +45,7 @@ describe('billing: the subscription and its changes (spec §11.4) against the st
           cancel_at_period_end: false,
           trial_end: null,
           pending_change: null,
+          plan_version: 1,
         },
       });
       expect(fake.requests).toEqual([]);

@@ -40,6 +40,7 @@ describe('the console in words', () => {
       tier: 'pro',
       is_active: true,
       is_expired: false,
+      plan_version: { version: 2, recorded_at: '2025-11-01T09:00:00.000Z' },
       grants: [],
       because: [
         { kind: 'override', name: 'sso', value: true, expires_at: '2030-01-01T00:00:00.000Z', note: 'pilot', created_at: '2025-11-14T10:00:00.000Z' },

@@ -63,6 +63,7 @@ describe('GET /api/licensing/entitlements', () => {
       tier: 'free',
       is_active: true,
       is_expired: false,
+      plan_version: 1,
       version: 0,
       seats: null,
       features: FEATURES_NONE,
@@ -101,6 +102,7 @@ describe('GET /api/licensing/entitlements', () => {
       tier: 'team',
       is_active: true,
       is_expired: false,
+      plan_version: 2, // the default table's team was version 1, this table's is 2
       version: 0,
       seats: 7,
       features: { api_access: true, audit_log: true },

@@ -34,7 +34,7 @@ describe('GET /api/licensing/explain', () => {
 
   it('an organisation without subscriptions: free, because it has none; members and service keys may ask', async () => {
     const org = (await createOrganisation(t)).id;
-    const expected = { tier: 'free', is_active: true, is_expired: false, because: [{ kind: 'no_subscription', reason: expect.stringMatching(/has no subscription/) }], grants: [] };
+    const expected = { tier: 'free', is_active: true, is_expired: false, plan_version: { version: 1, recorded_at: expect.any(String) }, because: [{ kind: 'no_subscription', reason: expect.stringMatching(/has no subscription/) }], grants: [] };
     expect((await explain(org).expect(200)).body).toEqual(expected);
     expect((await explain(org, (await member(org)).auth).expect(200)).body).toEqual(expected);
   });
@@ -63,6 +63,7 @@ describe('GET /api/licensing/explain', () => {
       tier: 'pro',
       is_active: true,
       is_expired: false,
+      plan_version: { version: 1, recorded_at: expect.any(String) },
       grants: [],
       because: [
         { kind: 'subscription', id, status: 'active', tier: 'pro', tier_source: 'configured_price' },
@@ -115,6 +116,7 @@ describe('GET /api/licensing/explain', () => {
       tier: 'free',
       is_active: true,
       is_expired: false,
+      plan_version: { version: 1, recorded_at: expect.any(String) },
       grants: [],
       because: [
         { kind: 'no_subscription', reason: expect.stringMatching(/no subscription can shape the license/) },

@@ -93,6 +93,7 @@ describe('notifications to the web app', () => {
       // spec §11.5: the features in force and the seats (null: not sold per seat).
       features: { api_access: true, audit_log: false, sso: false },
       seats: null,
+      plan_version: 1,
     });
     expect(new Date(first.json.timestamp).toISOString()).toBe(first.json.timestamp);
     // A receiver rejects a body that was tampered with, or signed with another secret.
@@ -116,6 +117,7 @@ describe('notifications to the web app', () => {
       version: 2,
       features: { api_access: true, audit_log: true, sso: false },
       seats: null,
+      plan_version: 1,
     });
     expect(second.headers['webhook-id']).not.toBe(first.headers['webhook-id']);
 

@@ -61,6 +61,13 @@ export class EntitlementsResponse {
   @ApiProperty({ type: 'integer', nullable: true, example: null, description: "The subscription's seats; null for a tier not sold per seat" })
   seats: number | null;
   @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    example: 1,
+    description: "The plan version of the tier the license comes from (spec §17): the subscription's, kept until it is migrated; the free tier's newest",
+  })
+  plan_version: number | null;
+  @ApiProperty({
     type: 'object',
     additionalProperties: { type: 'boolean' },
     example: { api_access: true, audit_log: false, sso: false },

@@ -77,6 +77,7 @@ export class EntitlementsService {
       is_expired: row.isExpired,
       version: row.version,
       seats: row.seats,
+      plan_version: row.planVersion,
       features: Object.fromEntries(this.features.map((f) => [f, row.features[f] === true])),
       limits: Object.fromEntries(this.metrics.map((m) => [m, limit(m)])) as Limits,
       overrides: row.overrides.map((o) => overrideRecord(o, withNotes)),

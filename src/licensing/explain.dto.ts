@@ -87,10 +87,23 @@ export class ExplainGrant {
   @ApiProperty({ type: 'string', nullable: true }) note: string | null;
 }
 
+export class ExplainPlanVersion {
+  @ApiProperty({ type: 'integer', minimum: 1, example: 1 }) version: number;
+  @ApiProperty({ format: 'date-time', description: 'When the service recorded it (the start that first saw the tier table define the tier so)' })
+  recorded_at: string;
+}
+
 export class ExplainResponse {
   @ApiProperty({ example: 'pro' }) tier: string;
   @ApiProperty() is_active: boolean;
   @ApiProperty() is_expired: boolean;
+  @ApiProperty({
+    type: () => ExplainPlanVersion,
+    nullable: true,
+    description:
+      "The plan version of the tier the license comes from (spec §17): the chosen subscription's (kept until it is migrated), or the free tier's newest; null when the tier has no version recorded",
+  })
+  plan_version: ExplainPlanVersion | null;
   @ApiProperty({
     type: 'array',
     items: {

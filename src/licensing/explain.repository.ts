@@ -28,6 +28,8 @@ export interface ExplainRow {
   isExpired: boolean;
   /** The license's tier is still in the tier table (else free limits apply). */
   tierKnown: boolean;
+  /** The plan version the license comes from (spec §17) and when it was recorded; null when the tier has none. */
+  planVersion: { version: number; recordedAt: string } | null;
   /** The subscription the license state chose; null when none is a candidate (free). */
   chosen: ExplainedSubscription | null;
   /** Set when the chosen one is past_due: its grace (subscriptions.of_organisation's): since when, until when, and whether now is within it. */
@@ -53,6 +55,7 @@ const EXPLAIN_SQL = `
   SELECT json_build_object(
     'allowed', a.allowed, 'role', a.role,
     'tier', l.tier, 'isActive', l.is_active, 'isExpired', l.is_expired, 'tierKnown', l.tier_known,
+    'planVersion', CASE WHEN l.plan_version IS NOT NULL THEN json_build_object('version', l.plan_version, 'recordedAt', l.plan_version_at) END,
     'chosen', (SELECT json_build_object('id', c.subscription_id, 'tier', c.tier, 'tierSource', c.tier_source, 'status', c.status,
                                         'lastEventCreated', c.last_event_created)
                FROM choice c WHERE c.chosen),

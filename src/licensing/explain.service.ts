@@ -17,7 +17,8 @@ export class ExplainService {
     const row = await this.repository.explain(organisationId, userId);
     if (!row.allowed) throw userId ? notAMember() : organisationNotFound(organisationId);
     const withNotes = userId === null || readsOverrideNotes(row.role);
-    return { tier: row.tier, is_active: row.isActive, is_expired: row.isExpired, because: steps(row, withNotes), grants: row.grants.map(grant) };
+    const planVersion = row.planVersion && { version: row.planVersion.version, recorded_at: new Date(row.planVersion.recordedAt).toISOString() };
+    return { tier: row.tier, is_active: row.isActive, is_expired: row.isExpired, plan_version: planVersion, because: steps(row, withNotes), grants: row.grants.map(grant) };
   }
 }
 

@@ -6,7 +6,7 @@ import { DatabaseFunction, RowOf, tableFunction } from '../database/database-fun
  * GET /api/me, notifications' license comparison, signed tokens and meters. It is inlined into each calling
  * statement, so a read stays one round trip. `tiers` and `grace_s` are `licenseArguments(config)`
  * (src/config/tiers.ts). The current text of each function is in the newest migration that creates or replaces
- * it (1764002213000-LicensesInOnePass.ts for the choice and the license).
+ * it (1764002213000-LicensesInOnePass.ts for the choice, 1764002410000-Grandfathering.ts for the license and the plan).
  *
  * What it decides (spec §5, §11, §12): the license follows the organisation's best subscription
  * (`licensing.subscription_choices`): the highest tier (table order) among those live now (active, trialing, or
@@ -14,7 +14,9 @@ import { DatabaseFunction, RowOf, tableFunction } from '../database/database-fun
  * newest last event; when none is live, the same order among the others, and the license then shows as not
  * active and, when its paid period ended without renewal, expired (`licensing.license_from`). No subscription: free, active, not expired. While a paid
  * license is not active, its plan is the free tier's (`licensing.plan_in_force`). A tier's definition is read in
- * one place, `licensing.tier_plan` (with plan versions, the one function to point at them). A per-seat
+ * one place, `licensing.tier_plan`, and a plan version's through it (`licensing.tier_plan_at`): the license of a
+ * subscription comes from the plan version it is on (`subscriptions.plan_version`, spec §17), the free tier's
+ * from the table (its newest version). A per-seat
  * tier's `users` limit is the subscription's seats, at most the tier's `max`; the organisation's live
  * overrides replace the plan's values whatever the tier and license state.
  *
@@ -45,6 +47,9 @@ export const LICENSE_STATE = tableFunction('licensing.license_state', 'org uuid,
   seats: 'integer',
   /** The start of the ai_tokens billing period (Unix seconds). */
   ai_period: 'bigint',
+  /** The plan version of its tier the license comes from (spec §17; free: its newest), and when it was recorded. */
+  plan_version: 'integer',
+  plan_version_at: 'timestamp with time zone',
 } as const);
 
 export type LicenseState = RowOf<typeof LICENSE_STATE.columns>;
@@ -101,7 +106,15 @@ export const LICENSING_FUNCTIONS: DatabaseFunction[] = [
     features: 'jsonb',
     rollover: 'jsonb',
   }),
-  tableFunction('licensing.plan_in_force', 'tiers jsonb, tier_name text, active boolean', {
+  tableFunction('licensing.tier_plan_at', 'tiers jsonb, tier_name text, definition jsonb', {
+    rank: 'integer',
+    per_seat: 'boolean',
+    limits: 'jsonb',
+    overage: 'jsonb',
+    features: 'jsonb',
+    rollover: 'jsonb',
+  }),
+  tableFunction('licensing.plan_in_force', 'tiers jsonb, tier_name text, active boolean, definition jsonb', {
     tier_known: 'boolean',
     per_seat: 'boolean',
     tier_limits: 'jsonb',

@@ -87,6 +87,8 @@ export interface EntitlementsRow {
   tierKnown: boolean;
   version: number;
   seats: number | null;
+  /** The plan version the license comes from (spec §17). */
+  planVersion: number | null;
   /** Metric → the limit in force; features → in force; metric → `override` for limits not the tier's. */
   limits: Record<string, number>;
   features: Record<string, boolean>;
@@ -114,7 +116,7 @@ const ENTITLEMENTS = namedParams('organisation', 'tiers', 'graceS', 'user', 'tok
 const { organisation: $eOrg, user: $eUser, tokenHash: $eToken } = ENTITLEMENTS.ref;
 const ENTITLEMENTS_SQL = asOneJsonColumn(`
   SELECT s.tier, s.is_active AS "isActive", s.is_expired AS "isExpired", s.tier_known AS "tierKnown",
-         s.limits, s.features, s.overage, s.sources, s.seats,
+         s.limits, s.features, s.overage, s.sources, s.seats, s.plan_version AS "planVersion",
          (SELECT version FROM notifications.version(${$eOrg}::uuid)) AS version,
          COALESCE((SELECT jsonb_object_agg(c.metric, c.used) FROM licensing.period_usage(${$eOrg}::uuid, ${ENTITLEMENTS.ref.tiers}::jsonb, s.ai_period) c), '{}')
            || jsonb_build_object('users', (SELECT count(*) FROM identity.members(${$eOrg}::uuid))) AS used,

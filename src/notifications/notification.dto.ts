@@ -25,6 +25,12 @@ export class LicenseUpdatedNotificationData extends LicenseNotificationData {
   features: Record<string, boolean>;
   @ApiProperty({ type: 'integer', nullable: true, description: "The subscription's seats; null for a tier not sold per seat" })
   seats: number | null;
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    description: "The plan version of the tier the license comes from (spec §17): the subscription's, kept until it is migrated; the free tier's newest",
+  })
+  plan_version: number | null;
 }
 
 export class UsageCapacityNotificationData extends LicenseNotificationData {
@@ -122,7 +128,7 @@ export class CreditsRechargeFailedNotification {
 
 /** The `webhooks` of the API document: one entry per notification type, with its Standard Webhooks headers. */
 export const NOTIFICATION_WEBHOOKS = [
-  { name: 'license.updated', model: LicenseUpdatedNotification, summary: "An organisation's tier, is_active, is_expired, seats, features or limits in force changed (an override included)" },
+  { name: 'license.updated', model: LicenseUpdatedNotification, summary: "An organisation's tier, is_active, is_expired, seats, features, limits in force (an override included) or plan version changed" },
   { name: 'usage.capacity', model: UsageCapacityNotification, summary: 'A metric reached its limit in force, or went back under it' },
   {
     name: 'trial.ending',

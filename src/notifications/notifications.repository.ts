@@ -29,10 +29,17 @@ const LOCK_SQL = `
  * what its tier implied: that tier's plan in force (licensing.plan_in_force), no seats.
  */
 const entitlementsSql = (state: string) =>
-  `jsonb_build_object('features', ${state}.features, 'limits', ${state}.limits, 'seats', ${state}.seats)`;
+  `jsonb_build_object('features', ${state}.features, 'limits', ${state}.limits, 'seats', ${state}.seats, 'plan_version', ${state}.plan_version)`;
 const impliedEntitlementsSql = (tiers: string) => `
   (SELECT jsonb_build_object('features', p.features, 'limits', p.limits, 'seats', NULL)
-   FROM licensing.plan_in_force(${tiers}::jsonb, n.tier, n.is_active) p)`;
+   FROM licensing.plan_in_force(${tiers}::jsonb, n.tier, n.is_active, NULL) p)`;
+/**
+ * The state last notified, compared with the license now. One notified before plan versions (no `plan_version`)
+ * is taken to have been on the version the license is on now: only a change of version notifies.
+ */
+const notifiedSql = (tiers: string, now: string) => `
+  (SELECT CASE WHEN e ? 'plan_version' THEN e ELSE e || jsonb_build_object('plan_version', ${now}.plan_version) END
+   FROM (SELECT COALESCE(n.entitlements, ${impliedEntitlementsSql(tiers)}) AS e) x)`;
 
 /**
  * After the lock (a new statement, so a new snapshot: it sees every change committed before the lock was
@@ -48,7 +55,7 @@ const CHANGE_SQL = `
     FROM licensing.license_state(${$org}::uuid, ${$tiers}::jsonb, ${$grace}::bigint) s
     JOIN notification_states n ON n.organisation_id = ${$org}::uuid
     WHERE (s.tier, s.is_active, s.is_expired, ${entitlementsSql('s')})
-          IS DISTINCT FROM (n.tier, n.is_active, n.is_expired, COALESCE(n.entitlements, ${impliedEntitlementsSql($tiers)}))
+          IS DISTINCT FROM (n.tier, n.is_active, n.is_expired, ${notifiedSql($tiers, 's')})
   ),
   bumped AS (
     UPDATE notification_states n
@@ -59,7 +66,8 @@ const CHANGE_SQL = `
   )
   SELECT (SELECT version FROM bumped) AS version,
          COALESCE((SELECT notifications.enqueue(${$org}::uuid, 'license.updated', b.version, b.tier, b.is_active, b.is_expired,
-                                                json_build_object('features', b.entitlements -> 'features', 'seats', b.entitlements -> 'seats'),
+                                                json_build_object('features', b.entitlements -> 'features', 'seats', b.entitlements -> 'seats',
+                                                                  'plan_version', b.entitlements -> 'plan_version'),
                                                 ${$urls}::text[])
                    FROM bumped b), 0) AS queued`;
 

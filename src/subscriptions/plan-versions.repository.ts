@@ -24,13 +24,21 @@ const RECORD_SQL = `
   ON CONFLICT (tier, version) DO NOTHING
   RETURNING tier, version`;
 
+// A subscription stored before its tier had a version (an instance of before plan versions, or the CLI before the
+// first start) is on its tier's first: the table it was sold under is the one that start recorded.
+const FIRST_SQL = `
+  UPDATE provider_subscriptions s SET plan_version = 1
+  WHERE s.plan_version IS NULL AND s.tier IS NOT NULL AND EXISTS (SELECT 1 FROM plan_versions p WHERE p.tier = s.tier AND p.version = 1)`;
+
 /** Every query of plan_versions (see its entity): the only file with SQL for it. */
 @Injectable()
 export class PlanVersionsRepository {
   /** Records each definition that differs from its tier's newest version, under one lock for every instance. */
   async record(m: EntityManager, definitions: Record<string, PlanDefinition>): Promise<RecordedVersion[]> {
     await takeAdvisoryLocks(m, ['plan_versions']);
-    return preparedQuery<RecordedVersion>(m, RECORD_SQL, [JSON.stringify(definitions)]);
+    const recorded = await preparedQuery<RecordedVersion>(m, RECORD_SQL, [JSON.stringify(definitions)]);
+    await m.query(FIRST_SQL);
+    return recorded;
   }
 
   /** Every version, by tier and version. */

@@ -18,6 +18,8 @@ import { PlanVersionsRepository, RecordedVersion } from './plan-versions.reposit
 @Injectable()
 export class PlanVersionsService implements OnApplicationBootstrap {
   private readonly logger = new Logger('PlanVersions');
+  /** Each tier's price ids that resolve to it (spec §5, §17): the table's, then those only older versions name. */
+  private resolving: Record<string, string[]>;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -25,14 +27,30 @@ export class PlanVersionsService implements OnApplicationBootstrap {
     private readonly config: AppConfig,
     private readonly provider: PaymentProvider,
     private readonly adapterHost: HttpAdapterHost,
-  ) {}
-
-  async onApplicationBootstrap(): Promise<void> {
-    if (!this.adapterHost.httpAdapter) return;
-    for (const { tier, version } of await this.record()) this.logger.log({ msg: 'plan version recorded', tier, version });
+  ) {
+    this.resolving = config.providerPrices;
   }
 
-  /** Records the table's definitions that differ from their tier's newest version; answers those recorded. */
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.adapterHost.httpAdapter) {
+      for (const { tier, version } of await this.record()) this.logger.log({ msg: 'plan version recorded', tier, version });
+    }
+    this.resolving = resolvingPrices(this.config.providerPrices, await this.all());
+  }
+
+  /**
+   * Each tier's price ids that resolve to it (spec §17: a price id of any version still resolves to its tier): the
+   * table's PAYPROVIDER_PRICE_<TIER>, then the ids only an older version of the tier names (an id the table now
+   * gives another tier resolves to that one). Known once the instance has started.
+   */
+  tierPrices(): Record<string, string[]> {
+    return this.resolving;
+  }
+
+  /**
+   * Records the table's definitions that differ from their tier's newest version; answers those recorded. A
+   * subscription stored before its tier had any version is on its tier's first.
+   */
   record(): Promise<RecordedVersion[]> {
     const definitions = tableDefinitions(this.config.tiers, (tier) => this.provider.tierPriceIds(tier));
     return transaction(this.db, (m) => this.repository.record(m, definitions));
@@ -42,4 +60,18 @@ export class PlanVersionsService implements OnApplicationBootstrap {
   all(): Promise<PlanVersion[]> {
     return this.repository.all(this.db.manager);
   }
+}
+
+/** The table's price ids of each tier, then those of its versions that the table no longer gives any tier. */
+export function resolvingPrices(table: Record<string, string[]>, versions: Pick<PlanVersion, 'tier' | 'definition'>[]): Record<string, string[]> {
+  const configured = new Set(Object.values(table).flat());
+  const prices: Record<string, string[]> = Object.fromEntries(Object.entries(table).map(([tier, ids]) => [tier, [...ids]]));
+  for (const { tier, definition } of versions) {
+    for (const id of definition.prices ?? []) {
+      if (configured.has(id)) continue;
+      configured.add(id);
+      (prices[tier] ??= []).push(id);
+    }
+  }
+  return prices;
 }

@@ -35,6 +35,13 @@ export class ProviderSubscription {
   tier: string | null;
 
   /**
+   * The plan version of its tier it is on (spec §17): its tier's newest when it was stored first or its tier last
+   * changed, set by a trigger (migration 1764002410000-Grandfathering); its license comes from it.
+   */
+  @Column('integer', { name: 'plan_version', nullable: true })
+  planVersion: number | null;
+
+  /**
    * How that tier was resolved (tier-resolution.ts): configured_price, price_metadata, lookup_key or
    * subscription_metadata. Null for a tier applied before this was recorded (migration 1764000500000).
    */

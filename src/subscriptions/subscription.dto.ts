@@ -77,6 +77,13 @@ export class SubscriptionView {
   @ApiProperty({ type: 'integer', nullable: true, description: 'Unix seconds; null when not trialing' }) trial_end: number | null;
   @ApiProperty({ type: () => PendingChangeView, nullable: true, description: 'A change that takes effect at the period\'s end' })
   pending_change: PendingChangeView | null;
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    example: 1,
+    description: 'The plan version of its tier it is on (spec §17): the newest when it started or last changed tier, until it is migrated',
+  })
+  plan_version: number | null;
 }
 
 /** The answer's form of a stored live subscription. */
@@ -92,6 +99,7 @@ export function subscriptionView(live: LiveSubscription): SubscriptionView {
     // The provider keeps a subscription's trial_end after the trial; spec §11.4 answers it only while trialing.
     trial_end: live.status === 'trialing' ? live.trialEnd : null,
     pending_change: live.pendingChange,
+    plan_version: live.planVersion,
   };
 }
 

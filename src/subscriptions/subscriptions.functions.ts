@@ -33,5 +33,16 @@ export const OF_EVERY_ORGANISATION = tableFunction('subscriptions.of_every_organ
   ...OF_ORGANISATION.columns,
 } as const);
 
+/**
+ * The plan version (spec §17) a subscription of the tier is on, with its definition and when it was recorded; no
+ * subscription (the free tier), or one on no version: the tier's newest (1764002410000-Grandfathering.ts). A
+ * subscription's version is set by a trigger when it is stored first and when its tier changes.
+ */
+export const PLAN_VERSION = tableFunction('subscriptions.plan_version', 'sub text, tier_name text', {
+  version: 'integer',
+  definition: 'jsonb',
+  created_at: 'timestamp with time zone',
+} as const);
+
 /** The database functions subscriptions owns; the test holds them against the database. */
-export const SUBSCRIPTIONS_FUNCTIONS: DatabaseFunction[] = [OF_ORGANISATION, OF_EVERY_ORGANISATION];
+export const SUBSCRIPTIONS_FUNCTIONS: DatabaseFunction[] = [OF_ORGANISATION, OF_EVERY_ORGANISATION, PLAN_VERSION];

@@ -64,6 +64,8 @@ export interface LiveSubscription {
   trialEnd: number | null;
   scheduleId: string | null;
   pendingChange: PendingChange | null;
+  /** The plan version of its tier it is on (spec §17). */
+  planVersion: number | null;
 }
 
 /** A stored subscription that is not deleted, with what the reconciliation compares. */
@@ -257,7 +259,7 @@ export class SubscriptionsRepository {
     });
     if (!row) return undefined;
     const { subscriptionId: id, customerId, tier, status, interval, seats, currentPeriodEnd: periodEnd, cancelAtPeriodEnd, trialEnd } = row;
-    return { id, organisationId, customerId, tier, status: status!, interval, seats, periodEnd, cancelAtPeriodEnd, trialEnd, scheduleId: row.scheduleId, pendingChange: row.pendingChange };
+    return { id, organisationId, customerId, tier, status: status!, interval, seats, periodEnd, cancelAtPeriodEnd, trialEnd, scheduleId: row.scheduleId, pendingChange: row.pendingChange, planVersion: row.planVersion };
   }
 
   /** The organisation's latest subscription in a billing status, if any. */

@@ -12,7 +12,8 @@ import { LicenseChanges } from './license-changes.port';
 import { lockProviderIds } from './provider-locks';
 import { HeldSchedule, heldSchedule, scheduleDrifted, scheduleFacts, ScheduleState, scheduleState, SubscriptionFacts, subscriptionFacts } from './subscription-facts';
 import { DriftState, KnownSubscription, LiveSubscription, StoredSubscription, SubscriptionRow, SubscriptionsRepository } from './subscriptions.repository';
-import { resolveTier, TierResolution } from './tier-resolution';
+import { PlanVersionsService } from './plan-versions.service';
+import { resolveTier, TierResolution, tierOfPrice } from './tier-resolution';
 
 // Other modules see the subscriptions through this service: its rows' types are part of it.
 export type { DriftState, KnownSubscription, LiveSubscription, StoredSubscription };
@@ -94,11 +95,17 @@ export class SubscriptionsService {
     private readonly config: AppConfig,
     private readonly catalog: PriceCatalog,
     private readonly licenseChanges: LicenseChanges,
+    private readonly versions: PlanVersionsService,
   ) {}
 
-  /** Reads a provider subscription object: its facts and its tier, resolved once (spec §5). */
+  /** Reads a provider subscription object: its facts and its tier, resolved once (spec §5; a price of any plan version, §17). */
   read(sub: SubscriptionObject): SubscriptionReading {
-    return { ...subscriptionFacts(sub), tier: resolveTier(sub, this.config) };
+    return { ...subscriptionFacts(sub), tier: resolveTier(sub, { tiers: this.config.tiers, providerPrices: this.versions.tierPrices() }) };
+  }
+
+  /** The tier a price id of any of its plan versions sells (spec §5, §17), if any. */
+  tierOfPrice(priceId: string | undefined): string | undefined {
+    return tierOfPrice(priceId, this.versions.tierPrices());
   }
 
   find(manager: EntityManager, subscriptionId: string): Promise<KnownSubscription | undefined> {

@@ -7,7 +7,6 @@ import { AppConfig } from '../config/app-config';
 import { EventHandler, failed, HandlerOutcome, HandlesEvent, reasons } from './event-handler';
 import { InvoiceObject, invoiceSchema } from '../provider/provider-objects';
 import { OrganisationLinks } from './organisation-links';
-import { tierOfPrice } from '../subscriptions/tier-resolution';
 
 /**
  * A paid invoice: one billing-history entry per invoice id, whichever of its events arrives (both
@@ -41,7 +40,7 @@ abstract class PaidInvoiceHandler implements EventHandler<typeof invoiceSchema> 
     if (match.conflict) return failed('organisation_conflict', match.conflict, ids);
     const organisationId = match.organisationId;
     if (!organisationId) {
-      const ours = lines.some((line) => tierOfPrice(priceOf(line), this.config.providerPrices));
+      const ours = lines.some((line) => this.subscriptions.tierOfPrice(priceOf(line)));
       if (!ours) return { ...ids, status: 'ignored', reason: 'not an invoice of this service: no organisation and no price of ours' };
       return { ...ids, status: 'unmatched', reason: match.note ?? 'no organisation is linked to this customer or subscription yet' };
     }

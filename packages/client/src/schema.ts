@@ -788,7 +788,7 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * An organisation's tier, is_active, is_expired, seats, features or limits in force changed (an override included)
+         * An organisation's tier, is_active, is_expired, seats, features, limits in force (an override included) or plan version changed
          * @description POSTed to every URL of NOTIFY_URLS, signed per Standard Webhooks with NOTIFY_SECRET (the client package's `verifyNotification` checks it). Answer 2xx; any other answer, or none within 10 s, is retried for at least 24 hours.
          */
         post: operations["notification_license_updated"];
@@ -1297,6 +1297,11 @@ export interface components {
              */
             seats: number | null;
             /**
+             * @description The plan version of the tier the license comes from (spec §17): the subscription's, kept until it is migrated; the free tier's newest
+             * @example 1
+             */
+            plan_version: number | null;
+            /**
              * @description Every feature of the tier table, true where it is in force (the free tier's while a paid license is not active; overrides win)
              * @example {
              *       "api_access": true,
@@ -1569,6 +1574,15 @@ export interface components {
              */
             reason: "deleted" | "no_tier" | "no_status" | "incomplete" | "not_live" | "lower_tier" | "older" | "tie";
         };
+        ExplainPlanVersion: {
+            /** @example 1 */
+            version: number;
+            /**
+             * Format: date-time
+             * @description When the service recorded it (the start that first saw the tier table define the tier so)
+             */
+            recorded_at: string;
+        };
         ExplainGrant: {
             /** Format: uuid */
             id: string;
@@ -1603,6 +1617,8 @@ export interface components {
             tier: "free" | "pro" | "team" | "enterprise";
             is_active: boolean;
             is_expired: boolean;
+            /** @description The plan version of the tier the license comes from (spec §17): the chosen subscription's (kept until it is migrated), or the free tier's newest; null when the tier has no version recorded */
+            plan_version: components["schemas"]["ExplainPlanVersion"] | null;
             /** @description What decides the license, newest first: the overrides in force (newest first), the grace period (when the chosen subscription is past_due), the subscription chosen and how its tier was resolved, its newest 20 events in the ledger (newest first), then every other subscription with the reason it was not chosen (or no_subscription when none shapes the license) */
             because: (components["schemas"]["ExplainOverrideStep"] | components["schemas"]["ExplainSubscriptionStep"] | components["schemas"]["ExplainEventStep"] | components["schemas"]["ExplainGraceStep"] | components["schemas"]["ExplainNoSubscriptionStep"] | components["schemas"]["ExplainNotChosenStep"])[];
             /** @description The credit grants that count now (effective, not expired, not voided, something left) for each metric whose policy in force is credits, by metric, in the order they are drawn on */
@@ -2250,6 +2266,11 @@ export interface components {
             trial_end: number | null;
             /** @description A change that takes effect at the period's end */
             pending_change: components["schemas"]["PendingChangeView"] | null;
+            /**
+             * @description The plan version of its tier it is on (spec §17): the newest when it started or last changed tier, until it is migrated
+             * @example 1
+             */
+            plan_version: number | null;
         };
         SubscriptionResponse: {
             /** @description null: no live subscription */
@@ -2377,6 +2398,8 @@ export interface components {
             };
             /** @description The subscription's seats; null for a tier not sold per seat */
             seats: number | null;
+            /** @description The plan version of the tier the license comes from (spec §17): the subscription's, kept until it is migrated; the free tier's newest */
+            plan_version: number | null;
         };
         LicenseUpdatedNotification: {
             /** @enum {string} */
