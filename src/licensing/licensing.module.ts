@@ -17,16 +17,19 @@ import { ExplainController } from './explain.controller';
 import { ExplainRepository } from './explain.repository';
 import { ExplainService } from './explain.service';
 import { WellKnownController } from './well-known.controller';
+import { PlansController } from './plans.controller';
+import { PlansRepository } from './plans.repository';
+import { PlansService } from './plans.service';
 
 /**
  * The license (licensing.license_state, see license-state.ts: derived from the organisation's subscriptions, its
  * tier table and its overrides), its reads (status, entitlements, checks, explain, signed tokens), usage
- * metering and limit enforcement, and the overrides. Tells identity the users limit in force (MemberLimitPolicy,
+ * metering and limit enforcement, the overrides, and the plan versions' admin reads (the list, the migration preview). Tells identity the users limit in force (MemberLimitPolicy,
  * bound by the root module).
  */
 @Module({
   imports: [SubscriptionsModule],
-  controllers: [LicensingController, ExplainController, OverridesController, EntitlementTokenController, WellKnownController],
+  controllers: [LicensingController, ExplainController, OverridesController, EntitlementTokenController, WellKnownController, PlansController],
   providers: [
     LicensingRepository,
     LicensingService,
@@ -40,6 +43,8 @@ import { WellKnownController } from './well-known.controller';
     EntitlementTokenService,
     ExplainRepository,
     ExplainService,
+    PlansRepository,
+    PlansService,
   ],
   exports: [LicensingService, EntitlementsService, OverridesService, ExplainService, UsageService],
 })

@@ -44,5 +44,27 @@ export const PLAN_VERSION = tableFunction('subscriptions.plan_version', 'sub tex
   created_at: 'timestamp with time zone',
 } as const);
 
+/** Every plan version recorded (1764002411000-PlanReads.ts). */
+export const PLAN_VERSIONS = tableFunction('subscriptions.plan_versions', '', {
+  tier: 'text',
+  version: 'integer',
+  definition: 'jsonb',
+  created_at: 'timestamp with time zone',
+} as const);
+
+/**
+ * Every live subscription (active, trialing or within grace, and able to shape a license) with the plan version
+ * it is on: what the plans list counts and a migration preview compares.
+ */
+export const LIVE_ON_VERSIONS = tableFunction('subscriptions.live_on_versions', 'grace_s bigint', {
+  organisation_id: 'uuid',
+  subscription_id: 'text',
+  tier: 'text',
+  plan_version: 'integer',
+  period_start: 'bigint',
+  seats: 'integer',
+  billing_interval: 'text',
+} as const);
+
 /** The database functions subscriptions owns; the test holds them against the database. */
-export const SUBSCRIPTIONS_FUNCTIONS: DatabaseFunction[] = [OF_ORGANISATION, OF_EVERY_ORGANISATION, PLAN_VERSION];
+export const SUBSCRIPTIONS_FUNCTIONS: DatabaseFunction[] = [OF_ORGANISATION, OF_EVERY_ORGANISATION, PLAN_VERSION, PLAN_VERSIONS, LIVE_ON_VERSIONS];

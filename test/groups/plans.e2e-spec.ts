@@ -2,3 +2,4 @@
 // Grouped so that the app's modules load once for all of them (see jest.config.js).
 import '../plan-versions.e2e-spec';
 import '../grandfathering.e2e-spec';
+import '../plan-admin.e2e-spec';

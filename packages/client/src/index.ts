@@ -255,6 +255,21 @@ export function createClient(options: ClientOptions) {
       createSession: (body: Body<'/api/admin/sessions', 'post'>) => call(api.POST('/api/admin/sessions', { body })),
       /** `POST /api/admin/sessions/revoke`: one session (`{token}`) or all of a user's (`{user_id}`). */
       revokeSessions: (body: Body<'/api/admin/sessions/revoke', 'post'>) => call(api.POST('/api/admin/sessions/revoke', { body })),
+      /** The plan versions (spec §17): what each tier's subscribers are on, and what moving them would change. */
+      plans: {
+        /** `GET /api/admin/plans`: every tier's versions with their definitions and live subscriptions. */
+        list: async () => (await call(api.GET('/api/admin/plans'))).data,
+        /**
+         * `POST /api/admin/plans/{tier}/migrations/preview`: who would gain and lose which feature, whose limit drops
+         * (and below their use), whose price changes, moving the tier's subscriptions on `from_version` (default: every
+         * older one) to `to_version` (default: the newest); changes nothing. A page of organisations at a time.
+         */
+        previewMigration: (
+          tier: string,
+          body: Body<'/api/admin/plans/{tier}/migrations/preview', 'post'> = {},
+          query: paths['/api/admin/plans/{tier}/migrations/preview']['post']['parameters']['query'] = {},
+        ) => call(api.POST('/api/admin/plans/{tier}/migrations/preview', { params: { path: { tier }, query }, body })),
+      },
       /** `GET /api/admin/audit`: the audit log, newest first, a page at a time (`starting_after`: the last entry's id). */
       audit: (query: paths['/api/admin/audit']['get']['parameters']['query'] = {}) => call(api.GET('/api/admin/audit', { params: { query } })),
     },

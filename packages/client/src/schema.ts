@@ -383,6 +383,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every tier's plan versions, with the live subscriptions on each */
+        get: operations["PlansController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/plans/{tier}/migrations/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** What moving the tier’s subscriptions to a newer version would change: who gains and loses which feature, whose limit drops (and below their use), whose price changes; changes nothing */
+        post: operations["PlansController_preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/licensing/credits": {
         parameters: {
             query?: never;
@@ -977,7 +1011,9 @@ export interface components {
              *     - `invalid_session_id` (400): session_id does not look like a checkout session id (cs_…).
              *     - `payment_not_completed` (400): The checkout session exists but its payment is not completed.
              *     - `organisation_id_required` (400): The caller belongs to several organisations (or none): name one with organisation_id.
-             *     - `invalid_tier` (400): The tier is unknown or not a paid tier.
+             *     - `invalid_tier` (400): The tier is unknown or not a paid tier (a plan migration: the free tier has no subscriptions to move).
+             *     - `unknown_plan_version` (400): from_version or to_version is not a recorded plan version of the tier (GET /api/admin/plans lists them).
+             *     - `invalid_version_range` (400): to_version is not newer than from_version: a migration moves subscriptions to a newer version.
              *     - `tier_not_for_sale` (400): The tier has no provider price configured (PAYPROVIDER_PRICE_<TIER>).
              *     - `invalid_pack` (400): The credit pack is not one of the tier table's credit_packs.
              *     - `pack_not_for_sale` (400): The credit pack has no provider price configured (PAYPROVIDER_PRICE_PACK_<PACK>).
@@ -1056,7 +1092,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "reservation_exceeded" | "invalid_credit_metric" | "negative_amount" | "no_change" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "insufficient_credits" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "reservation_not_found" | "grant_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "idempotency_conflict" | "reservation_committed" | "reservation_released" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "unknown_plan_version" | "invalid_version_range" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "reservation_exceeded" | "invalid_credit_metric" | "negative_amount" | "no_change" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "insufficient_credits" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "reservation_not_found" | "grant_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "idempotency_conflict" | "reservation_committed" | "reservation_released" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
         };
         UserRecord: {
             /** Format: uuid */
@@ -1705,6 +1741,126 @@ export interface components {
         JsonWebKeySet: {
             /** @description The signing key first, then the keys being rotated out */
             keys: components["schemas"]["PublicJwk"][];
+        };
+        PlanVersionView: {
+            /** @example 1 */
+            version: number;
+            /**
+             * Format: date-time
+             * @description When a start of the service recorded it
+             */
+            created_at: string;
+            /** @description Live subscriptions on it (active, trialing or within grace) */
+            subscriptions: number;
+            /** @description What the tier said: per_seat, trial_days, limits, overage, rollover, features (the true ones) and prices (the price ids that sell it) */
+            definition: {
+                [key: string]: unknown;
+            };
+        };
+        TierVersions: {
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+            /** @description Oldest first */
+            versions: components["schemas"]["PlanVersionView"][];
+        };
+        PlanVersionList: {
+            /** @description Every tier with a version, in the tier table's order (tiers it no longer lists last) */
+            data: components["schemas"]["TierVersions"][];
+        };
+        MigrationPreviewBody: {
+            /** @description Only the subscriptions on this version (default: every version older than to_version) */
+            from_version?: number;
+            /** @description The version they would move to (default: the newest) */
+            to_version?: number;
+        };
+        MigrationPreviewSummary: {
+            /**
+             * @description Feature → subscriptions that would gain it
+             * @example {
+             *       "sso": 12
+             *     }
+             */
+            features_gained: {
+                [key: string]: number;
+            };
+            /**
+             * @description Feature → subscriptions that would lose it (an override keeping it is not a loss)
+             * @example {
+             *       "api_access": 40
+             *     }
+             */
+            features_lost: {
+                [key: string]: number;
+            };
+            /**
+             * @description Metric → subscriptions whose limit in force would be lower
+             * @example {
+             *       "projects": 40
+             *     }
+             */
+            limits_lowered: {
+                [key: string]: number;
+            };
+            /**
+             * @description Metric → subscriptions whose organisation's use now is above the new limit
+             * @example {
+             *       "projects": 3
+             *     }
+             */
+            over_new_limit: {
+                [key: string]: number;
+            };
+            /** @description Subscriptions whose version's price ids differ from the target's */
+            price_changed: number;
+        };
+        MigrationPreviewLimit: {
+            /**
+             * @example projects
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /** @description The limit in force now (overrides and seats counted) */
+            from: number;
+            /** @description The limit in force after the move */
+            to: number;
+            /** @description The use now (the current period for a metric counted per period) */
+            used: number;
+            /** @description used is above the new limit */
+            over: boolean;
+        };
+        MigrationPreviewPrice: {
+            /** @description The price ids of the subscription's version */
+            from: string[];
+            /** @description The target version's price ids */
+            to: string[];
+        };
+        MigrationPreviewRow: {
+            /** Format: uuid */
+            organisation_id: string;
+            /** @description The web app's own id of the organisation */
+            external_id: string | null;
+            /** @example sub_1MowQVLkdIwHu7ixeRlqHVzs */
+            subscription_id: string;
+            from_version: number;
+            features_gained: string[];
+            /** @description An override keeping a feature: not lost */
+            features_lost: string[];
+            /** @description Every metric whose limit in force would change */
+            limits: components["schemas"]["MigrationPreviewLimit"][];
+            /** @description null: the same price ids */
+            price: components["schemas"]["MigrationPreviewPrice"] | null;
+        };
+        MigrationPreview: {
+            /** @description Live subscriptions that would move */
+            subscriptions: number;
+            summary: components["schemas"]["MigrationPreviewSummary"];
+            /** @description By organisation_id; a page of organisations (limit, starting_after) */
+            data: components["schemas"]["MigrationPreviewRow"][];
+            /** @description More organisations follow: pass the last organisation_id as starting_after */
+            has_more: boolean;
         };
         IncludedAmount: {
             /** @description The included amount of the period (the limit in force) */
@@ -5075,6 +5231,192 @@ export interface operations {
                 };
             };
             500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    PlansController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanVersionList"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    PlansController_preview: {
+        parameters: {
+            query?: {
+                /** @description Organisations per page */
+                limit?: number;
+                /** @description The last organisation_id of the previous page */
+                starting_after?: string;
+            };
+            header?: never;
+            path: {
+                tier: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MigrationPreviewBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MigrationPreview"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

@@ -169,11 +169,31 @@ describe('packages/client against the service', () => {
   it('explains a license, typed: a free organisation has no subscription', async () => {
     const { backEnd, organisation, user } = await provision('client_explain');
     const explained = await backEnd.explain(organisation.id);
-    expect(explained).toEqual({ tier: 'free', is_active: true, is_expired: false, because: [{ kind: 'no_subscription', reason: expect.any(String) }], grants: [] });
+    expect(explained).toEqual({ tier: 'free', is_active: true, is_expired: false, plan_version: { version: 1, recorded_at: expect.any(String) }, because: [{ kind: 'no_subscription', reason: expect.any(String) }], grants: [] });
     const step = explained.because[0];
     // The steps are a union by `kind`: narrowing on it types the rest.
     expect(step.kind === 'no_subscription' ? step.reason : undefined).toMatch(/no subscription/);
     expect(await user.explain(organisation.id)).toEqual(explained);
+  });
+
+  it('lists the plan versions and previews a migration, typed; the free tier is refused', async () => {
+    const backEnd = createClient({ baseUrl: t.baseUrl, serviceKey: KEY });
+    const plans = await backEnd.admin.plans.list();
+    expect(plans.map((p) => [p.tier, p.versions.map((v) => v.version)])).toEqual([
+      ['free', [1]],
+      ['pro', [1]],
+      ['team', [1]],
+      ['enterprise', [1]],
+    ]);
+    const preview = await backEnd.admin.plans.previewMigration('pro', {}, { limit: 10 });
+    expect(preview).toEqual({
+      subscriptions: 0,
+      summary: { features_gained: {}, features_lost: {}, limits_lowered: {}, over_new_limit: {}, price_changed: 0 },
+      data: [],
+      has_more: false,
+    });
+    const refused = await backEnd.admin.plans.previewMigration('free').catch((err: unknown) => err);
+    expect(isServiceError(refused, 'invalid_tier')).toBe(true);
   });
 });
 

@@ -108,6 +108,7 @@ const limit = (used: number, max: number): Schemas['LimitEntitlement'] => ({ use
 const entitlements = (features: Partial<Schemas['EntitlementsResponse']['features']>): Schemas['EntitlementsResponse'] => ({
   organisation_id: '00000000-0000-4000-8000-000000000001',
   tier: 'pro',
+  plan_version: 1,
   is_active: true,
   is_expired: false,
   version: 1,
@@ -158,6 +159,7 @@ describe('the components\' markup (server-rendered from the cache)', () => {
       cancel_at_period_end: false,
       trial_end: null,
       pending_change: { tier: 'team', interval: 'month', seats: 3, effective_at: NOON },
+      plan_version: 1,
     };
     const html = render(<PlanManager />, { plans, subscription: { subscription } });
     expect(html).toContain('<dt>Renews on</dt><dd>Nov 24, 2026</dd>');
