@@ -25,12 +25,14 @@ const PREVIEW = namedParams('tiers', 'graceS', 'tier', 'fromVersion', 'toVersion
 const { tiers: $tiers, graceS: $grace, tier: $tier, fromVersion: $from, toVersion: $to, limit: $limit, startingAfter: $after } = PREVIEW.ref;
 
 /*
- * The migration preview (spec §17), set-based in one statement: each live subscription of the tier on an older
- * version (or on from_version), its version's plan and the target's as the license reads them
- * (licensing.tier_plan_at), each with the organisation's live overrides laid over (an override keeping a feature
- * or a limit keeps it either way), and the metrics whose limit in force would change, with the use now (the
- * subscription's period for a metric counted per period; users: the memberships). Then the summary over all of
- * them and one page of organisations. Changes nothing.
+ * The migration preview (spec §17), set-based in one statement that changes nothing. The live subscriptions of the
+ * tier on an older version (or on from_version) are `s`. What differs between each of their versions and the
+ * target is computed once per version, as the license reads a version (licensing.tier_plan_at): the features (`fd`)
+ * and the limits (`ld`; a per-seat tier's users limit is the seats, at most its max, so it is compared per
+ * subscription). Each subscription then takes its version's differences, less those an override in force decides
+ * either way (an override is the value before and after), with the use now of each metric whose limit changes
+ * (the subscription's period for a metric counted per period; users: the memberships). The summary counts them
+ * all; the rows are one page of organisations.
  */
 const PREVIEW_SQL = `
   WITH v AS (
@@ -40,67 +42,88 @@ const PREVIEW_SQL = `
     WHERE pv.tier = ${$tier}::text
   ),
   t AS (SELECT * FROM v WHERE v.version = ${$to}::int),
-  d AS MATERIALIZED (
-    SELECT l.organisation_id, l.subscription_id, l.plan_version,
-           ARRAY(SELECT e.key FROM jsonb_each(t.features || o.features) e
-                 WHERE e.value = 'true' AND (f.features || o.features) -> e.key IS DISTINCT FROM 'true' ORDER BY e.key) AS gained,
-           ARRAY(SELECT e.key FROM jsonb_each(f.features || o.features) e
-                 WHERE e.value = 'true' AND (t.features || o.features) -> e.key IS DISTINCT FROM 'true' ORDER BY e.key) AS lost,
-           m.limits, f.prices IS DISTINCT FROM t.prices AS price_changed, f.prices AS from_prices, t.prices AS to_prices
+  s AS MATERIALIZED (
+    SELECT l.organisation_id, l.subscription_id, l.plan_version, l.period_start, l.seats
     FROM subscriptions.live_on_versions(${$grace}::bigint) l
-    JOIN v f ON f.version = l.plan_version
-    CROSS JOIN t
-    CROSS JOIN LATERAL (
-      SELECT COALESCE(jsonb_object_agg(x.name, x.value) FILTER (WHERE jsonb_typeof(x.value) = 'number'), '{}') AS limits,
-             COALESCE(jsonb_object_agg(x.name, x.value) FILTER (WHERE jsonb_typeof(x.value) = 'boolean'), '{}') AS features
-      FROM licensing.live_overrides(l.organisation_id) x
-    ) o
-    CROSS JOIN LATERAL (
-      SELECT COALESCE(jsonb_agg(jsonb_build_object('metric', c.metric, 'from', c.lfrom, 'to', c.lto, 'used', c.used, 'over', c.used > c.lto)
-                                ORDER BY c.ord), '[]') AS limits
-      FROM (
-        SELECT k.metric, k.ord, k.lfrom, k.lto,
-               CASE WHEN k.metric = 'users' THEN (SELECT count(*) FROM identity.members(l.organisation_id))
-                    ELSE COALESCE((SELECT u.used FROM licensing.period_usage(l.organisation_id, ${$tiers}::jsonb, l.period_start) u
-                                   WHERE u.metric = k.metric), 0) END AS used
-        FROM (
-          SELECT n.metric, n.ord,
-                 COALESCE((o.limits ->> n.metric)::bigint,
-                          CASE WHEN n.metric = 'users' AND f.per_seat AND l.seats IS NOT NULL THEN LEAST(l.seats, (f.limits ->> 'users')::bigint)
-                               ELSE (f.limits ->> n.metric)::bigint END) AS lfrom,
-                 COALESCE((o.limits ->> n.metric)::bigint,
-                          CASE WHEN n.metric = 'users' AND t.per_seat AND l.seats IS NOT NULL THEN LEAST(l.seats, (t.limits ->> 'users')::bigint)
-                               ELSE (t.limits ->> n.metric)::bigint END) AS lto
-          FROM jsonb_object_keys(${$tiers}::jsonb -> 'free' -> 'limits') WITH ORDINALITY n(metric, ord)
-        ) k
-        WHERE k.lfrom IS DISTINCT FROM k.lto
-      ) c
-    ) m
     WHERE l.tier = ${$tier}::text AND l.plan_version < ${$to}::int AND (${$from}::int IS NULL OR l.plan_version = ${$from}::int)
   ),
-  page AS (
-    SELECT DISTINCT d.organisation_id FROM d WHERE ${$after}::uuid IS NULL OR d.organisation_id > ${$after}::uuid
-    ORDER BY d.organisation_id LIMIT ${$limit}::int + 1
+  fd AS (
+    SELECT f.version, k.feature, t.features -> k.feature = 'true' AS gained
+    FROM v f CROSS JOIN t CROSS JOIN LATERAL jsonb_object_keys(t.features) k(feature)
+    WHERE f.version < t.version AND (f.features -> k.feature) IS DISTINCT FROM (t.features -> k.feature)
   ),
-  limited AS (SELECT d.*, l.value AS l FROM d CROSS JOIN LATERAL jsonb_array_elements(d.limits) l)
+  ld AS (
+    SELECT f.version, k.metric, k.ord, (f.limits ->> k.metric)::bigint AS from_limit, (t.limits ->> k.metric)::bigint AS to_limit,
+           k.metric = 'users' AND f.per_seat AS from_seats, k.metric = 'users' AND t.per_seat AS to_seats
+    FROM v f CROSS JOIN t CROSS JOIN LATERAL jsonb_object_keys(t.limits) WITH ORDINALITY k(metric, ord)
+    WHERE f.version < t.version
+      AND ((f.limits -> k.metric) IS DISTINCT FROM (t.limits -> k.metric) OR (k.metric = 'users' AND (f.per_seat OR t.per_seat)))
+  ),
+  ov AS MATERIALIZED (
+    SELECT s.organisation_id, o.name, o.value FROM s CROSS JOIN LATERAL licensing.live_overrides(s.organisation_id) o
+    WHERE o.name IN (SELECT fd.feature FROM fd UNION SELECT ld.metric FROM ld)
+  ),
+  sf AS MATERIALIZED (
+    SELECT s.organisation_id, s.subscription_id, fd.feature, fd.gained
+    FROM s JOIN fd ON fd.version = s.plan_version
+    WHERE NOT EXISTS (SELECT 1 FROM ov WHERE ov.organisation_id = s.organisation_id AND ov.name = fd.feature)
+  ),
+  sl AS MATERIALIZED (
+    SELECT x.organisation_id, x.subscription_id, x.metric, x.ord, x.lfrom, x.lto,
+           CASE WHEN x.metric = 'users' THEN (SELECT count(*) FROM identity.members(x.organisation_id)) ELSE COALESCE(c.used, 0) END AS used
+    FROM (
+      SELECT s.organisation_id, s.subscription_id, s.period_start, ld.metric, ld.ord,
+             CASE WHEN ld.from_seats AND s.seats IS NOT NULL THEN LEAST(s.seats, ld.from_limit) ELSE ld.from_limit END AS lfrom,
+             CASE WHEN ld.to_seats AND s.seats IS NOT NULL THEN LEAST(s.seats, ld.to_limit) ELSE ld.to_limit END AS lto
+      FROM s JOIN ld ON ld.version = s.plan_version
+      WHERE NOT EXISTS (SELECT 1 FROM ov WHERE ov.organisation_id = s.organisation_id AND ov.name = ld.metric)
+    ) x
+    LEFT JOIN usage_counters c ON c.organisation_id = x.organisation_id AND c.metric = x.metric
+                               AND c.period_start = licensing.counter_period(${$tiers}::jsonb, x.metric, x.period_start)
+    WHERE x.lfrom IS DISTINCT FROM x.lto
+  ),
+  page AS (
+    SELECT DISTINCT s.organisation_id FROM s WHERE ${$after}::uuid IS NULL OR s.organisation_id > ${$after}::uuid
+    ORDER BY s.organisation_id LIMIT ${$limit}::int + 1
+  ),
+  shown AS (SELECT p.organisation_id FROM page p ORDER BY p.organisation_id LIMIT ${$limit}::int),
+  shown_features AS (
+    SELECT sf.subscription_id, array_agg(sf.feature ORDER BY sf.feature) FILTER (WHERE sf.gained) AS gained,
+           array_agg(sf.feature ORDER BY sf.feature) FILTER (WHERE NOT sf.gained) AS lost
+    FROM sf JOIN shown p ON p.organisation_id = sf.organisation_id GROUP BY 1
+  ),
+  shown_limits AS (
+    SELECT sl.subscription_id,
+           json_agg(json_build_object('metric', sl.metric, 'from', sl.lfrom, 'to', sl.lto, 'used', sl.used, 'over', sl.used > sl.lto) ORDER BY sl.ord) AS limits
+    FROM sl JOIN shown p ON p.organisation_id = sl.organisation_id GROUP BY 1
+  )
   SELECT json_build_object(
-    'subscriptions', (SELECT count(*) FROM d),
+    'subscriptions', (SELECT count(*) FROM s),
     'summary', json_build_object(
-      'features_gained', (SELECT COALESCE(json_object_agg(x.g, x.n), '{}') FROM (SELECT g, count(*) AS n FROM d, unnest(d.gained) g GROUP BY g) x),
-      'features_lost', (SELECT COALESCE(json_object_agg(x.g, x.n), '{}') FROM (SELECT g, count(*) AS n FROM d, unnest(d.lost) g GROUP BY g) x),
+      'features_gained', (SELECT COALESCE(json_object_agg(x.feature, x.n), '{}')
+                          FROM (SELECT sf.feature, count(*) AS n FROM sf WHERE sf.gained GROUP BY 1) x),
+      'features_lost', (SELECT COALESCE(json_object_agg(x.feature, x.n), '{}')
+                        FROM (SELECT sf.feature, count(*) AS n FROM sf WHERE NOT sf.gained GROUP BY 1) x),
       'limits_lowered', (SELECT COALESCE(json_object_agg(x.metric, x.n), '{}')
-                         FROM (SELECT l ->> 'metric' AS metric, count(*) AS n FROM limited WHERE (l ->> 'to')::bigint < (l ->> 'from')::bigint GROUP BY 1) x),
+                         FROM (SELECT sl.metric, count(*) AS n FROM sl WHERE sl.lto < sl.lfrom GROUP BY 1) x),
       'over_new_limit', (SELECT COALESCE(json_object_agg(x.metric, x.n), '{}')
-                         FROM (SELECT l ->> 'metric' AS metric, count(*) AS n FROM limited WHERE (l ->> 'over')::boolean GROUP BY 1) x),
-      'price_changed', (SELECT count(*) FROM d WHERE d.price_changed)),
+                         FROM (SELECT sl.metric, count(*) AS n FROM sl WHERE sl.used > sl.lto GROUP BY 1) x),
+      'price_changed', (SELECT count(*) FROM s JOIN v f ON f.version = s.plan_version CROSS JOIN t WHERE f.prices IS DISTINCT FROM t.prices)),
     'data', COALESCE((
-      SELECT json_agg(json_build_object('organisation_id', d.organisation_id, 'external_id', io.external_id, 'subscription_id', d.subscription_id,
-                                        'from_version', d.plan_version, 'features_gained', d.gained, 'features_lost', d.lost, 'limits', d.limits,
-                                        'price', CASE WHEN d.price_changed THEN json_build_object('from', d.from_prices, 'to', d.to_prices) END)
-                      ORDER BY d.organisation_id, d.subscription_id)
-      FROM d
-      JOIN (SELECT p.organisation_id FROM page p ORDER BY p.organisation_id LIMIT ${$limit}::int) p ON p.organisation_id = d.organisation_id
-      LEFT JOIN LATERAL identity.organisation(d.organisation_id) io ON true), '[]'),
+      SELECT json_agg(json_build_object(
+               'organisation_id', s.organisation_id, 'external_id', io.external_id, 'subscription_id', s.subscription_id,
+               'from_version', s.plan_version,
+               'features_gained', COALESCE(sfs.gained, '{}'), 'features_lost', COALESCE(sfs.lost, '{}'),
+               'limits', COALESCE(sls.limits, '[]'),
+               'price', CASE WHEN f.prices IS DISTINCT FROM t.prices THEN json_build_object('from', f.prices, 'to', t.prices) END)
+             ORDER BY s.organisation_id, s.subscription_id)
+      FROM shown p
+      JOIN s ON s.organisation_id = p.organisation_id
+      JOIN v f ON f.version = s.plan_version
+      CROSS JOIN t
+      LEFT JOIN shown_features sfs ON sfs.subscription_id = s.subscription_id
+      LEFT JOIN shown_limits sls ON sls.subscription_id = s.subscription_id
+      LEFT JOIN LATERAL identity.organisation(s.organisation_id) io ON true), '[]'),
     'has_more', (SELECT count(*) FROM page) > ${$limit}::int
   ) AS preview`;
 
