@@ -33,14 +33,14 @@ export class TierParams {
 }
 
 export class MigrationPreviewBody {
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: 'Only the subscriptions on this version (default: every version older than to_version)' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, example: 1, description: 'Only the subscriptions on this version (default: every version older than to_version)' })
   @IsOptional()
   @IsInt()
   @Min(1)
   @Max(2_147_483_647)
   from_version?: number;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: 'The version they would move to (default: the newest)' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, example: 2, description: 'The version they would move to (default: the newest)' })
   @IsOptional()
   @IsInt()
   @Min(1)

@@ -1771,9 +1771,15 @@ export interface components {
             data: components["schemas"]["TierVersions"][];
         };
         MigrationPreviewBody: {
-            /** @description Only the subscriptions on this version (default: every version older than to_version) */
+            /**
+             * @description Only the subscriptions on this version (default: every version older than to_version)
+             * @example 1
+             */
             from_version?: number;
-            /** @description The version they would move to (default: the newest) */
+            /**
+             * @description The version they would move to (default: the newest)
+             * @example 2
+             */
             to_version?: number;
         };
         MigrationPreviewSummary: {
