@@ -60,6 +60,6 @@ export const CREDITS_FUNCTIONS: DatabaseFunction[] = [
     inlined: false,
   },
   { name: 'credits.settle_commits', arguments: 'ids uuid[], spent bigint[], responses jsonb[], released bigint[], balances bigint[]', returns: 'integer', inlined: false },
-  // An organisation's rollover grants of its current period (migration 1764002400000-CreditRollover.ts).
+  // An organisation's rollover grants of its current period (its text: migration 1764002420000-RolloverOnPlanVersion.ts).
   { name: 'credits.roll_over', arguments: 'org uuid, tiers jsonb, grace_s bigint, urls text[]', returns: 'integer', inlined: false },
 ];
