@@ -6,6 +6,7 @@ import { createTestDatabase, TestDatabase } from './support/databases';
 import { FakeProvider } from './support/fake-provider';
 import { SPEC_PLAN_EXAMPLE } from './support/plan-examples';
 import { startSubscriptionApp, startSubscriptionDouble, subscribed } from './support/subscribed';
+import { cli } from './support/run-cli';
 import { TestApp } from './support/test-app';
 
 const KEY = 'plan-admin-key';
@@ -73,6 +74,39 @@ describe('plan versions: the plans list and the migration preview', () => {
       subscriptions: 1,
       definition: expect.objectContaining({ limits: { projects: 20, ai_tokens: 2_000_000, users: 10 }, features: { sso: true }, prices: ['pro_month_2'] }),
     });
+  });
+
+  it('the CLI: plans:versions lists the same; plans:migrate --preview gives the preview\'s summary; nothing else is built yet', async () => {
+    const run = (args: string[]) => cli(args, { DATABASE_URL: database.url }, { app: t.app });
+    const versions = await run(['plans:versions']);
+    expect(versions.code).toBe(0);
+    expect(versions.json).toEqual((await t.http().get('/api/admin/plans').set(asService).expect(200)).body);
+    const { body } = await preview('pro').expect(200);
+    for (const args of [['plans:migrate', '--tier', 'pro', '--preview'], ['plans:migrate', '--preview', '--tier', 'pro', '--at', 'period_end']]) {
+      const res = await run(args);
+      expect([args, res.code]).toEqual([args, 0]);
+      expect(res.json).toEqual({ subscriptions: 2, summary: body.summary, first: body.data, has_more: false });
+    }
+    const usage = [
+      ['plans:migrate', '--tier', 'pro'],
+      ['plans:migrate', '--preview'],
+      ['plans:migrate', '--tier', 'pro', '--to', 'two', '--preview'],
+      ['plans:migrate', '--tier', 'pro', '--from', '0', '--preview'],
+      ['plans:migrate', '--tier', 'pro', '--at', 'tomorrow', '--preview'],
+    ];
+    for (const args of usage) {
+      const res = await run(args);
+      expect({ args, code: res.code, stdout: res.stdout }).toEqual({ args, code: 2, stdout: '' });
+    }
+    expect((await run(['plans:migrate', '--tier', 'pro'])).stderr).toMatch(/only --preview is available/);
+    for (const [args, message] of [
+      [['plans:migrate', '--tier', 'free', '--preview'], /no subscriptions to migrate/],
+      [['plans:migrate', '--tier', 'pro', '--to', '9', '--preview'], /to_version 9 is not a version of "pro"/],
+      [['plans:migrate', '--tier', 'pro', '--from', '2', '--to', '1', '--preview'], /must be newer than from_version/],
+    ] as const) {
+      const res = await run([...args]);
+      expect([args, res.code, res.stderr]).toEqual([args, 1, expect.stringMatching(message)]);
+    }
   });
 
   it('a subscription that ended is not counted', async () => {

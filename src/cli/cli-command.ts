@@ -58,8 +58,12 @@ export function limitFlag(flags: Flags): number {
 /**
  * `--name value` and `--name=value`; positional words are returned in `args`. Every flag takes a value, so
  * the word after a flag is its value even when it begins with `--`, as a session token (base64url) can.
- * A flag with nothing after it is `true`, which the flag readers refuse as a missing value.
+ * A flag with nothing after it is `true`, which the flag readers refuse as a missing value. A switch (SWITCHES)
+ * takes no value: it is `true` wherever it stands.
  */
+/** Flags that are switches, never followed by a value (plans:migrate --preview). */
+const SWITCHES = new Set(['preview']);
+
 export function parseArgv(argv: string[]): { command?: string; flags: Flags; args: string[] } {
   const [command, ...rest] = argv;
   const flags: Flags = {};
@@ -72,6 +76,7 @@ export function parseArgv(argv: string[]): { command?: string; flags: Flags; arg
     }
     const eq = word.indexOf('=');
     if (eq > 0) flags[word.slice(2, eq)] = word.slice(eq + 1);
+    else if (SWITCHES.has(word.slice(2))) flags[word.slice(2)] = true;
     else flags[word.slice(2)] = i + 1 < rest.length ? rest[++i] : true;
   }
   return { command, flags, args };

@@ -9,6 +9,7 @@ import { eventCommands } from './events.commands';
 import { identityCommands } from './identity.commands';
 import { meterCommands } from './meters.commands';
 import { notificationCommands } from './notifications.commands';
+import { planCommands } from './plans.commands';
 import { sandboxCommands } from './sandbox.commands';
 import { webhookTriggerCommands } from './webhook-trigger.command';
 
@@ -19,6 +20,7 @@ export const COMMANDS: Record<string, CliCommand> = {
   ...notificationCommands,
   ...meterCommands,
   ...creditCommands,
+  ...planCommands,
   ...webhookTriggerCommands,
   ...sandboxCommands,
   ...consoleCommands,
