@@ -23,7 +23,8 @@ function tsxBlocks(page: string): string[] {
  * The integration guide's React examples (a pricing page, a gate) compile as a web app's strict project
  * compiles them, against the components as built: their declarations built here by the package's own
  * tsconfig into a folder of this test (not the package's dist/, which nothing else then races), the client
- * from its sources (its dist/ is rebuilt by the strict-project spec meanwhile), React's own types.
+ * from its sources in both steps (its dist/ is removed and rebuilt by the strict-project spec meanwhile: the
+ * components' build once failed on that race), React's own types.
  * The project sits under test-results/ in the repository, so that `react` resolves as in a web app.
  */
 describe("the integration guide's React examples", () => {
@@ -35,8 +36,25 @@ describe("the integration guide's React examples", () => {
   afterAll(() => rmSync(project, { recursive: true, force: true }));
 
   it('compile in a strict project against the built components', async () => {
-    const built = join(project, 'react');
-    await run(process.execPath, [TSC, '-p', join(ROOT, 'packages', 'react', 'tsconfig.json'), '--outDir', built, '--emitDeclarationOnly']);
+    // The package's tsconfig, with the client mapped to its sources: its dist/ may be missing at any moment.
+    const built = join(project, 'built');
+    const packages = join(ROOT, 'packages');
+    writeFileSync(
+      join(project, 'tsconfig.react.json'),
+      JSON.stringify({
+        extends: join(packages, 'react', 'tsconfig.json'),
+        compilerOptions: {
+          rootDir: packages,
+          outDir: built,
+          emitDeclarationOnly: true,
+          paths: { '@billing-licensing/client': [join(packages, 'client', 'src', 'index.ts')] },
+        },
+        include: [join(packages, 'react', 'src')],
+      }),
+    );
+    await run(process.execPath, [TSC, '-p', join(project, 'tsconfig.react.json')]).catch((err: { stdout: string }) => {
+      throw new Error(`building the components' declarations failed:\n${err.stdout}`);
+    });
 
     const blocks = tsxBlocks('docs/integrating.md');
     expect(blocks.length).toBeGreaterThanOrEqual(2);
@@ -56,7 +74,7 @@ describe("the integration guide's React examples", () => {
       noEmit: true,
       skipLibCheck: true,
       paths: {
-        '@billing-licensing/react': [join(built, 'index.d.ts')],
+        '@billing-licensing/react': [join(built, 'react', 'src', 'index.d.ts')],
         '@billing-licensing/client': [join(ROOT, 'packages', 'client', 'src', 'index.ts')],
       },
     };
