@@ -33,13 +33,12 @@ export const creditCommands: Record<string, CliCommand> = {
       const org = orgFlag(flags);
       const expiresAt = optionalFlag(flags, 'expires-at');
       const note = optionalFlag(flags, 'note');
-      const amount = requireFlag(flags, 'amount');
       // The admin route's rules (GrantBody), once: a flag they refuse is a usage error (exit 2), nothing written.
       // Each run is a new grant: its own idempotency key.
       const body = asUsageError(() =>
         checkedGrantBody({
           metric: requireFlag(flags, 'metric'),
-          amount: /^\d{1,16}$/.test(amount) ? Number(amount) : amount,
+          amount: requireFlag(flags, 'amount'),
           idempotency_key: `cli-${randomUUID()}`,
           ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
           ...(note === undefined ? {} : { note }),

@@ -267,15 +267,14 @@ export class ConsoleService {
     fields: { metric: string; amount: string; category: string; priority: string; expiresAt: string; note: string; idempotencyKey: string },
     operator: Operator,
   ): Promise<Flash> {
-    const whole = (v: string) => (/^\d{1,16}$/.test(v) ? Number(v) : v);
     const expires = fields.expiresAt ? new Date(`${fields.expiresAt}${fields.expiresAt.length === 16 ? ':00' : ''}Z`) : undefined;
     if (expires && Number.isNaN(expires.getTime())) return { kind: 'refused', text: 'Refused: the expiry is not a date and time.' };
     return this.refusedAsFlash(async () => {
       const body = checkedGrantBody({
         metric: fields.metric,
-        amount: whole(fields.amount),
+        amount: fields.amount,
         ...(fields.category ? { category: fields.category } : {}),
-        ...(fields.priority ? { priority: whole(fields.priority) } : {}),
+        ...(fields.priority ? { priority: fields.priority } : {}),
         ...(expires ? { expires_at: expires.toISOString() } : {}),
         ...(fields.note ? { note: fields.note } : {}),
         idempotency_key: fields.idempotencyKey,

@@ -70,11 +70,16 @@ export class GrantBody {
 }
 
 /**
- * A grant's body from a caller the validation pipe does not stand before (the console's form, the CLI): the
- * rules of GrantBody, else 400 `validation_failed` naming each broken one.
+ * A grant's body from a caller the validation pipe does not stand before (the console's form, the CLI), whose
+ * fields are text: `amount` and `priority` in plain digits are read as numbers, then the rules of GrantBody apply,
+ * else 400 `validation_failed` naming each broken one.
  */
 export function checkedGrantBody(fields: Record<string, unknown>): GrantBody {
-  const body = Object.assign(new GrantBody(), fields);
+  const whole = (v: unknown) => (typeof v === 'string' && /^\d{1,16}$/.test(v) ? Number(v) : v);
+  const body = Object.assign(new GrantBody(), fields, {
+    amount: whole(fields.amount),
+    ...(fields.priority === undefined ? {} : { priority: whole(fields.priority) }),
+  });
   const errors = validateSync(body, { whitelist: true, forbidNonWhitelisted: true });
   if (errors.length) throw new AppException('validation_failed', errors.flatMap((e) => Object.values(e.constraints ?? {})).join('; '));
   return body;

@@ -39,7 +39,7 @@ export class DatabaseModule {
             const db = new DataSource(options!);
             if (!config.databaseNamedStatements) sendStatementsUnnamed(db);
             await db.initialize();
-            await checkStatementTimeout(db, config.databaseStatementTimeoutMs, logger);
+            await checkSessionDefaults(db, config.databaseStatementTimeoutMs, logger);
             return db;
           },
         }),
@@ -54,7 +54,7 @@ export class DatabaseModule {
  * (spec §1), and only the role's own settings (the operator's part, docs/operations.md) reach such statements.
  * Transactions set the time limit themselves.
  */
-async function checkStatementTimeout(db: DataSource, limitMs: number, logger: Logger): Promise<void> {
+async function checkSessionDefaults(db: DataSource, limitMs: number, logger: Logger): Promise<void> {
   const [{ ms, role }] = await db.query(`SELECT setting::int AS ms, quote_ident(current_user) AS role FROM pg_settings WHERE name = 'statement_timeout'`);
   if (!(ms > 0 && ms <= limitMs)) {
     logger.warn(
