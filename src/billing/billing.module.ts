@@ -14,15 +14,20 @@ import { CreditPurchasesController } from './credit-purchases.controller';
 import { CustomerRecords } from './customer-records.service';
 import { CreditTopUpsService } from './credit-top-ups.service';
 import { CreditsModule } from '../credits/credits.module';
+import { LicensingModule } from '../licensing/licensing.module';
+import { AutoRechargeJobs } from './auto-recharge.jobs';
+import { AutoRechargeService } from './auto-recharge.service';
 
 /**
  * The plan list and its prices; checkout, portal, checkout-session report and billing history; buying credit packs;
  * the pages a buyer returns to. The provider is reached only through the PaymentProvider port (src/provider).
  */
 @Module({
-  imports: [SubscriptionsModule, CreditsModule],
+  imports: [SubscriptionsModule, CreditsModule, LicensingModule],
   controllers: [BillingController, CreditPurchasesController, ReturnPagesController],
   providers: [
+    AutoRechargeJobs,
+    AutoRechargeService,
     CheckoutReportService,
     CheckoutService,
     CreditCheckoutService,

@@ -23,3 +23,11 @@ export function packPurchaseOf(metadata: Record<string, string> | null | undefin
   const quantity = /^[1-9]\d{0,2}$/.test(metadata.quantity ?? '') ? Number(metadata.quantity) : undefined;
   return quantity === undefined ? undefined : { pack: metadata.pack, quantity };
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The recharge and pack an automatic top-up's invoice metadata names; undefined for any other invoice. */
+export function rechargePurchaseOf(metadata: Record<string, string> | null | undefined): { rechargeId: string; pack: string } | undefined {
+  if (metadata?.purpose !== RECHARGE_PURPOSE || typeof metadata.pack !== 'string' || !metadata.pack) return undefined;
+  return typeof metadata.recharge_id === 'string' && UUID.test(metadata.recharge_id) ? { rechargeId: metadata.recharge_id, pack: metadata.pack } : undefined;
+}

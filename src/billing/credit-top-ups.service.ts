@@ -46,6 +46,18 @@ export class CreditTopUpsService {
       expiresAt: expiryOf(pack),
     });
   }
+
+  /**
+   * A paid automatic top-up's invoice (spec §16.4): the recharge `paid` and its pack's grant (`auto_recharge`,
+   * reference the invoice), once whatever the number of events. Undefined when there is no such recharge or the
+   * tier table sells no such pack (any more).
+   */
+  async grantPaidRecharge(manager: EntityManager, p: { rechargeId: string; invoiceId: string; pack: string }): Promise<TopUpGrant | undefined> {
+    const pack = this.pack(p.pack);
+    if (!pack) return undefined;
+    const settled = await this.credits.settleRecharge(manager, p.rechargeId, { status: 'paid', invoiceId: p.invoiceId, amount: pack.amount, expiresAt: expiryOf(pack) });
+    return settled?.grant;
+  }
 }
 
 /** A pack's credits expire `expires_after_days` after they are granted; never without it. */

@@ -72,6 +72,7 @@ export const ERROR_CODES = {
   request_timeout: [408, 'The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.'],
   // 409: conflicts with what is stored.
   email_taken: [409, 'A user with that email already exists (under another external_id, or none).'],
+  no_payment_method: [409, "The organisation's provider customer has no default payment method to pay automatic top-ups with (buy a pack at checkout, or set one in the billing portal)."],
   last_owner: [409, 'The change would leave the organisation without an owner.'],
   idempotency_key_reused: [409, 'The idempotency key was already used for a different report.'],
   idempotency_conflict: [409, 'The idempotency key was already used for a grant with another body.'],

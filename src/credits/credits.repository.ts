@@ -402,6 +402,40 @@ export class CreditsRepository {
     return row;
   }
 
+  /**
+   * The automatic top-ups the reports made due (spec §16.4), after their commit, in one statement: for each
+   * organisation and metric whose setting is enabled and under its monthly limit, a pending recharge (none when one
+   * is in flight: the partial unique index) with its job on the queue (`task`, keyed by the recharge). Answers the
+   * recharges made.
+   */
+  async startRecharges(due: { organisationId: string; metric: string }[], task: string): Promise<string[]> {
+    const rows: { id: string }[] = await this.db.query(
+      `WITH made AS (
+         INSERT INTO credit_recharges (organisation_id, metric, pack)
+         SELECT a.organisation_id, a.metric, a.pack
+         FROM credit_auto_recharges a
+         JOIN (SELECT DISTINCT * FROM unnest($1::uuid[], $2::text[]) AS d(org, metric)) d ON a.organisation_id = d.org AND a.metric = d.metric
+         WHERE a.enabled AND ${RECHARGES_THIS_MONTH('a')} < a.monthly_limit
+         ON CONFLICT (organisation_id, metric) WHERE status = 'pending' DO NOTHING
+         RETURNING id)
+       SELECT made.id FROM made,
+         LATERAL graphile_worker.add_job($3::text, json_build_object('recharge_id', made.id), job_key => $3::text || ':' || made.id) j`,
+      [due.map((d) => d.organisationId), due.map((d) => d.metric), task],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** The recharge as it is now; undefined when there is none. */
+  async findRecharge(m: EntityManager, rechargeId: string): Promise<RechargeRow | undefined> {
+    const [row] = await m.query(`SELECT ${RECHARGE_COLUMNS} FROM credit_recharges r WHERE r.id = $1`, [rechargeId]);
+    return row;
+  }
+
+  /** The invoice a pending recharge's purchase made (kept while its payment is under way). */
+  async setRechargeInvoice(m: EntityManager, rechargeId: string, invoiceId: string): Promise<void> {
+    await m.query(`UPDATE credit_recharges SET invoice_id = $2 WHERE id = $1 AND invoice_id IS NULL`, [rechargeId, invoiceId]);
+  }
+
   /** The recharge, locked for the rest of the transaction. */
   async lockRecharge(m: EntityManager, rechargeId: string): Promise<RechargeRow | undefined> {
     const [row] = await m.query(`SELECT ${RECHARGE_COLUMNS} FROM credit_recharges r WHERE r.id = $1 FOR UPDATE`, [rechargeId]);

@@ -153,6 +153,19 @@ export class CreditsService {
     return row && autoRechargeRecord(row);
   }
 
+  /** Pending recharges for the automatic top-ups the reports made due, with their jobs (`task`); their ids. */
+  startRecharges(due: { organisationId: string; metric: string }[], task: string): Promise<string[]> {
+    return this.credits.startRecharges(due, task);
+  }
+
+  findRecharge(manager: EntityManager, rechargeId: string): Promise<RechargeRow | undefined> {
+    return this.credits.findRecharge(manager, rechargeId);
+  }
+
+  setRechargeInvoice(manager: EntityManager, rechargeId: string, invoiceId: string): Promise<void> {
+    return this.credits.setRechargeInvoice(manager, rechargeId, invoiceId);
+  }
+
   /**
    * In the caller's transaction, under the recharge's row lock: how its purchase ended. Paid: the pack's grant
    * (`auto_recharge`, paid, reference the invoice: once, whatever the number of calls, also for a recharge that

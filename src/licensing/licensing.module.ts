@@ -8,6 +8,7 @@ import { LicensingService } from './licensing.service';
 import { LicensingRepository } from './licensing.repository';
 import { UsageRepository } from './usage.repository';
 import { UsageBatchService } from './usage-batch.service';
+import { UsageCommits } from './usage-commits';
 import { UsageService } from './usage.service';
 import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { EntitlementSigningKeys } from './signing-keys';
@@ -38,6 +39,7 @@ import { PlansService } from './plans.service';
     OverridesService,
     UsageRepository,
     UsageService,
+    UsageCommits,
     UsageBatchService,
     EntitlementSigningKeys,
     EntitlementTokenService,
@@ -46,6 +48,6 @@ import { PlansService } from './plans.service';
     PlansRepository,
     PlansService,
   ],
-  exports: [LicensingService, EntitlementsService, OverridesService, ExplainService, UsageService],
+  exports: [LicensingService, EntitlementsService, OverridesService, ExplainService, UsageService, UsageCommits],
 })
 export class LicensingModule {}

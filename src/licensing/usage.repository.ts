@@ -275,6 +275,15 @@ const applySqlHead = (license: (organisation: string) => string, tiers: string, 
   )${keyed ? `,
 ${KEY_CTES_SQL}` : ''}`;
 
+/**
+ * An accepted report or commit that left a credits metric's `available` below its enabled automatic top-up's
+ * threshold (spec §16.4): one primary-key lookup, for credits metrics only; the purchase itself is credits', after
+ * the commit (UsageCommits).
+ */
+const RECHARGE_DUE = `(o.accepted AND NOT o.retry AND o.kind <> 'hold' AND o.policy = 'credits'
+                      AND EXISTS (SELECT 1 FROM credit_auto_recharges ar
+                                  WHERE ar.organisation_id = o.org AND ar.metric = o.metric AND ar.enabled AND o.available < ar.threshold))`;
+
 const applySqlAnswer = (keyed: boolean, handedOn: string) => `
   SELECT e.n,
          CASE ${keyed ? `WHEN p.n IS NOT NULL THEN (CASE WHEN NOT p.same THEN 409 WHEN p.response IS NULL THEN 0 WHEN e.kind = 'hold' THEN 201 ELSE 200 END)
@@ -291,6 +300,7 @@ const applySqlAnswer = (keyed: boolean, handedOn: string) => `
               WHEN o.policy = 'credits' THEN 'insufficient_credits'
               ELSE 'limit_exceeded' END AS code,
          o.metric, o.used, o.lim AS "limit", o.policy, o.available, o.balance, o.kind = 'commit' AND o.own = 0 AS expired,
+         o.org AS "organisationId", ${RECHARGE_DUE} AS "rechargeDue",
          a.hold_id AS "holdId", a.expires_at AS "expiresAt",
          ${keyed ? `COALESCE(p.response, CASE WHEN x.code = 'committed' THEN e.res_response END)` : 'NULL::jsonb'} AS response,
          ${keyed ? `(SELECT count(*) FROM keying) > (SELECT count(*) FROM keyed)
@@ -403,6 +413,10 @@ export interface AppliedRow {
   response: UsageAnswer | ReservationAnswer | null;
   /** A key was taken, or a reservation settled, by a concurrent statement after this one looked: roll back and run again. */
   keyTaken: boolean;
+  /** The event's organisation (null when it was not applied: a repeated key, an unknown reservation). */
+  organisationId: string | null;
+  /** Applied, and left `available` below the metric's automatic top-up threshold (spec §16.4). */
+  rechargeDue: boolean | null;
 }
 
 /** The answer of a single report (spec §7, §13, §16.2), as stored with its idempotency key. */

@@ -7,6 +7,7 @@ import { AppConfig } from '../config/app-config';
 import { perPeriodMetrics, reportedMetrics } from '../config/tiers';
 import { transaction } from '../database/transaction';
 import { organisationNotFound } from '../identity/identity.service';
+import { RechargeDue, UsageCommits } from './usage-commits';
 import { KeyTaken, LimitExceeded } from './usage-errors';
 import { AppliedRow, ReservationAnswer, StatementEvent, UsageAnswer, UsageEvent, UsageRepository } from './usage.repository';
 
@@ -61,6 +62,7 @@ export class UsageService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly usage: UsageRepository,
+    private readonly commits: UsageCommits,
     config: AppConfig,
   ) {
     this.metrics = reportedMetrics(config.tiers);
@@ -107,12 +109,18 @@ export class UsageService {
   async apply(events: StatementEvent[]): Promise<UsageOutcome[]> {
     if (!events.length) return [];
     if (events.every((e) => 'idempotencyKey' in e && e.idempotencyKey === undefined && !('holdTtlS' in e))) {
-      return this.applyIn(this.db.manager, events, false);
+      const due: RechargeDue[] = [];
+      const outcomes = await this.applyIn(this.db.manager, events, false, due);
+      this.commits.rechargeDue(due);
+      return outcomes;
     }
     // With keys, a key taken by a concurrent report mid-statement means starting over with what it committed.
     for (let round = 1; ; round++) {
+      const due: RechargeDue[] = [];
       try {
-        return await transaction(this.db, (m) => this.applyIn(m, events, true));
+        const outcomes = await transaction(this.db, (m) => this.applyIn(m, events, true, due));
+        this.commits.rechargeDue(due);
+        return outcomes;
       } catch (err) {
         if (!(err instanceof KeyTaken) || round === MAX_ROUNDS) throw err;
       }
@@ -154,9 +162,9 @@ export class UsageService {
    * Runs of events without a repeated key, each one statement, in order: a key used again in the same
    * batch must see what its first use did (stored, or refused and not stored), as one by one would.
    */
-  private async applyIn(m: EntityManager, events: StatementEvent[], inTransaction: boolean): Promise<UsageOutcome[]> {
+  private async applyIn(m: EntityManager, events: StatementEvent[], inTransaction: boolean, due: RechargeDue[]): Promise<UsageOutcome[]> {
     const outcomes: UsageOutcome[] = [];
-    for (const run of runsWithoutRepeatedKeys(events)) outcomes.push(...(await this.applyRun(m, run, inTransaction)));
+    for (const run of runsWithoutRepeatedKeys(events)) outcomes.push(...(await this.applyRun(m, run, inTransaction, due)));
     return outcomes;
   }
 
@@ -166,7 +174,7 @@ export class UsageService {
    * the same transaction would wait for the counter while holding them, against the order (counter, then grants)
    * every other writer takes them in: three writers then deadlock. Alone, a statement's locks end with it.
    */
-  private async applyRun(m: EntityManager, events: StatementEvent[], inTransaction: boolean): Promise<UsageOutcome[]> {
+  private async applyRun(m: EntityManager, events: StatementEvent[], inTransaction: boolean, due: RechargeDue[]): Promise<UsageOutcome[]> {
     const outcomes = new Array<UsageOutcome>(events.length);
     let pending = events.map((_, i) => i);
     for (let round = 1; pending.length; round++) {
@@ -177,6 +185,7 @@ export class UsageService {
         const i = pending[j];
         if (row.status === 0) again.push(i);
         else outcomes[i] = toOutcome(events[i], row);
+        if (row.rechargeDue && row.organisationId && row.metric) due.push({ organisationId: row.organisationId, metric: row.metric });
       });
       if (again.length && round === MAX_ROUNDS) throw new Error(`usage: ${again.length} event(s) still contended after ${round} rounds`);
       pending = again;

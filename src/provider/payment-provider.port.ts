@@ -81,6 +81,21 @@ export interface CustomerInfo {
   defaultPaymentMethod: string | null;
 }
 
+/** An automatic top-up's purchase (spec §16.4): one pack, off-session, with the customer's default payment method. */
+export interface RechargeChargeInput {
+  /** The recharge's id: every request's Idempotency-Key is derived from it (`recharge_<id>_<step>`). */
+  rechargeId: string;
+  customerId: string;
+  pack: string;
+  /** The provider price of the pack (PAYPROVIDER_PRICE_PACK_<PACK>); the sandbox needs none. */
+  priceId?: string;
+  /** On the invoice: `{organisation_id, pack, purpose: "auto_recharge", recharge_id}`. */
+  metadata: Record<string, string>;
+}
+
+/** How the charge ended: the invoice, paid (its `invoice.paid` grants the pack), or its payment declined. */
+export type RechargeCharge = { invoiceId: string; paid: true } | { invoiceId: string; paid: false; error: string };
+
 /** One item of a subscription: a price of the provider's and how many of it (seats). */
 export interface PlanItem {
   price: string;
@@ -200,6 +215,15 @@ export abstract class PaymentProvider {
 
   /** Throws PaymentProviderError('not_found') for a customer the provider does not know or deleted. */
   abstract retrieveCustomer(customerId: string): Promise<CustomerInfo>;
+
+  /**
+   * Buys one pack off-session (spec §16.4): a draft invoice (the metadata, `auto_advance` false, no other pending
+   * item), the pack's price as its item, finalized, then paid with the customer's default payment method. Each
+   * request's Idempotency-Key is `recharge_<rechargeId>_<step>`: called again for the same recharge (a retry, a
+   * restart, another instance) the provider answers what it did, so the customer is charged once. A declined
+   * payment answers `paid: false` with the provider's message; any other failure throws PaymentProviderError.
+   */
+  abstract chargeRecharge(input: RechargeChargeInput): Promise<RechargeCharge>;
 
   /**
    * Expires an open checkout session, so it can no longer be paid. Throws PaymentProviderError('not_found') for

@@ -17,6 +17,8 @@ import {
   PriceInfo,
   PROVIDER_PAGE_SIZE,
   ProviderPage,
+  RechargeCharge,
+  RechargeChargeInput,
 } from './payment-provider.port';
 import { ProviderBudget, ProviderBudgetExhausted, ProviderPriority } from './provider-budget';
 import { ProviderEvent } from './provider-event';
@@ -183,6 +185,28 @@ export class StripePaymentProvider extends PaymentProvider {
       // The provider still answers a deleted customer, as a stub: nobody can be charged through it.
       if (c.deleted) throw new PaymentProviderError('not_found', `No such customer: '${customerId}' (deleted)`, 'customer');
       return { id: c.id, defaultPaymentMethod: idOf(c.invoice_settings?.default_payment_method ?? null) ?? idOf(c.default_source ?? null) };
+    });
+  }
+
+  chargeRecharge(input: RechargeChargeInput): Promise<RechargeCharge> {
+    return this.call('invoice.pay', async () => {
+      const key = (step: string) => ({ idempotencyKey: `recharge_${input.rechargeId}_${step}` });
+      // The invoice first, then the item on it (`invoice`): the customer's other pending items stay where they are.
+      const draft = await this.stripe.invoices.create(
+        { customer: input.customerId, auto_advance: false, collection_method: 'charge_automatically', pending_invoice_items_behavior: 'exclude', metadata: input.metadata },
+        key('invoice'),
+      );
+      const invoiceId = draft.id!;
+      if (!input.priceId) throw new PaymentProviderError('rejected', `the credit pack ${input.pack} has no price`);
+      await this.stripe.invoiceItems.create({ customer: input.customerId, invoice: invoiceId, pricing: { price: input.priceId }, metadata: input.metadata }, key('item'));
+      await this.stripe.invoices.finalizeInvoice(invoiceId, { auto_advance: false }, key('finalize'));
+      try {
+        const paid = await this.stripe.invoices.pay(invoiceId, { off_session: true }, key('pay'));
+        return paid.status === 'paid' ? { invoiceId, paid: true } : { invoiceId, paid: false, error: `the invoice is ${paid.status}` };
+      } catch (err) {
+        if (err instanceof Stripe.errors.StripeCardError) return { invoiceId, paid: false, error: err.message };
+        throw err;
+      }
     });
   }
 

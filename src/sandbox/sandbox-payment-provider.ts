@@ -16,6 +16,8 @@ import {
   PriceInfo,
   PROVIDER_PAGE_SIZE,
   ProviderPage,
+  RechargeCharge,
+  RechargeChargeInput,
 } from '../provider/payment-provider.port';
 import { ProviderEvent } from '../provider/provider-event';
 import { meterTimestampProblem } from '../provider/meter-rules';
@@ -154,6 +156,12 @@ export class SandboxPaymentProvider extends PaymentProvider {
       const customer = await this.store.findCustomer(customerId);
       if (!customer) throw new PaymentProviderError('not_found', `No such customer: '${customerId}'`, 'customer');
       return { id: customer.id, defaultPaymentMethod: customer.defaultPaymentMethod };
+    });
+  }
+
+  chargeRecharge(input: RechargeChargeInput): Promise<RechargeCharge> {
+    return this.call('invoices.pay', async () => {
+      throw new PaymentProviderError('rejected', `the sandbox does not pay automatic top-ups (recharge ${input.rechargeId})`);
     });
   }
 

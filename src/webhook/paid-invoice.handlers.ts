@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
+import { rechargePurchaseOf, RECHARGE_PURPOSE } from '../billing/credit-purchases';
+import { CreditTopUpsService } from '../billing/credit-top-ups.service';
 import { HistoryService, PaidInvoice } from '../billing/history.service';
 import { EVENT_TYPES, idOf, ProviderEvent, secondsOf } from '../provider/provider-event';
 import { SubscriptionsService } from '../subscriptions/subscriptions.service';
@@ -24,6 +26,7 @@ abstract class PaidInvoiceHandler implements EventHandler<typeof invoiceSchema> 
     private readonly links: OrganisationLinks,
     private readonly subscriptions: SubscriptionsService,
     private readonly history: HistoryService,
+    private readonly topUps: CreditTopUpsService,
   ) {}
 
   providerIds(event: ProviderEvent<InvoiceObject>): (string | undefined)[] {
@@ -45,12 +48,30 @@ abstract class PaidInvoiceHandler implements EventHandler<typeof invoiceSchema> 
       return { ...ids, status: 'unmatched', reason: match.note ?? 'no organisation is linked to this customer or subscription yet' };
     }
     const recorded = await this.history.record(manager, { organisationId, ...entry });
+    const topUp = await this.grantRecharge(manager, event.data.object, entry.invoiceId);
+    if (topUp && 'failure' in topUp) return topUp.failure(ids, organisationId);
     return {
       ...ids,
       organisationId,
       status: 'processed',
-      reason: reasons(match.note, recorded ? undefined : alreadyRecorded(entry.invoiceId)),
+      reason: reasons(match.note, recorded ? undefined : alreadyRecorded(entry.invoiceId), topUp?.note),
     };
+  }
+
+  /** An automatic top-up's invoice (spec §16.4): its pack granted, once per invoice whichever event says it is paid. */
+  private async grantRecharge(
+    manager: EntityManager,
+    invoice: InvoiceObject,
+    invoiceId: string,
+  ): Promise<{ note: string } | { failure: (ids: Partial<HandlerOutcome>, organisationId: string) => HandlerOutcome } | undefined> {
+    const metadata = invoice.metadata as Record<string, string> | null | undefined;
+    if (metadata?.purpose !== RECHARGE_PURPOSE) return undefined;
+    const purchase = rechargePurchaseOf(metadata);
+    if (!purchase) return { failure: (ids, organisationId) => failed('invalid_event', "an automatic top-up's invoice whose metadata names no pack or no recharge id", { ...ids, organisationId }) };
+    const granted = await this.topUps.grantPaidRecharge(manager, { ...purchase, invoiceId });
+    if (!granted) return { failure: (ids, organisationId) => failed('pack_unknown', `no recharge ${purchase.rechargeId} or no credit pack "${purchase.pack.slice(0, 64)}"`, { ...ids, organisationId }) };
+    const what = `${granted.grant.amount} ${granted.grant.metric} (grant ${granted.grant.id})`;
+    return { note: granted.created ? `granted ${what}` : `already granted: ${what}` };
   }
 }
 

@@ -4,6 +4,7 @@ import '../credits-grants.e2e-spec';
 import '../credits-usage.e2e-spec';
 import '../credits-routes.e2e-spec';
 import '../credits-top-ups.e2e-spec';
+import '../credits-auto-recharge.e2e-spec';
 import '../credits-reservations.e2e-spec';
 import '../credits-concurrency.e2e-spec';
 import '../credits-expiry.e2e-spec';

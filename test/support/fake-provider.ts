@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { invoiceRoutes } from './fake-invoices';
 import { subscriptionChangeRoutes } from './fake-subscription-changes';
 import { duplicateIdentifierMessage, METER_IDENTIFIER_UNIQUE_S, meterTimestampProblem } from '../../src/provider/meter-rules';
 import providerApi from './provider-api.json';
@@ -33,6 +34,7 @@ import { signatureHeader, WEBHOOK_PATH } from './webhook-signing';
  *   GET  /v1/events                     → stored events (see `addEvent`) and those it sent, `types[]`, `type`,
  *                                         `created[gte|gt|lte|lt]`
  *   subscription changes, invoice previews and subscription schedules: see fake-subscription-changes.ts
+ *   one-off invoices and invoice items (create, finalize, pay, retrieve): see fake-invoices.ts
  *   POST /v1/billing/meter_events       → a meter event, kept in `meterEvents`: `payload[stripe_customer_id]` a known
  *                                         customer, `payload[value]` a whole number, `timestamp` within the past 35
  *                                         days or 5 minutes ahead, an `identifier` seen in the last 24 h → 400 "An
@@ -135,6 +137,8 @@ export interface FakeProvider {
   busiestSecond(): number;
   /** Subscription schedules by id, as the provider would return them now. */
   schedules: Map<string, Record<string, any>>;
+  /** One-off invoices by id (fake-invoices.ts), as the provider would return them now. */
+  invoices: Map<string, Record<string, any>>;
   /** Every payment of this customer's fails (a declined card). */
   declineCards(customerId: string): void;
   /** This customer's address gives no tax location (a subscription with automatic tax cannot change). */
@@ -268,6 +272,15 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       queuedEvents.push(event);
     },
   });
+  const invoices = new Map<string, Record<string, any>>();
+  const pendingItems = new Map<string, Record<string, any>[]>();
+  const emit = (type: string, object: Record<string, any>) => {
+    const event: Record<string, any> = providerEvent(type, structuredClone(object));
+    events.push(event);
+    listings.clear();
+    queuedEvents.push(event);
+  };
+  const invoiceRoute = invoiceRoutes({ customers, prices, invoices, pendingItems, declining, fixture, emit });
   const meterEvent = (b: Record<string, any>): [number, unknown] => {
     const refuse = (param: string, message: string, code?: string): [number, unknown] => [400, stripeError({ type: 'invalid_request_error', code, param, message })];
     for (const param of ['event_name', 'payload']) {
@@ -436,7 +449,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       if (deletedCustomers.has(id)) return [200, { id, object: 'customer', deleted: true }];
       return [404, missing('customer', id, 'id')];
     }
-    const changed = changeRoutes(req);
+    const changed = changeRoutes(req) ?? invoiceRoute(req);
     if (changed) return changed;
     if (req.method === 'POST' && req.path === '/v1/billing/meter_events') {
       const invalid = validate('POST /v1/billing/meter_events', req.body);
@@ -551,6 +564,7 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       return subscription;
     },
     schedules,
+    invoices,
     declineCards: (customerId) => void declining.add(customerId),
     withoutTaxLocation: (customerId) => void noTaxLocation.add(customerId),
     webhookTarget: (target) => void (webhookUrl = target),
@@ -633,6 +647,8 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       meterEvents.length = 0;
       listings.clear();
       schedules.clear();
+      invoices.clear();
+      pendingItems.clear();
       declining.clear();
       noTaxLocation.clear();
       queuedEvents = [];

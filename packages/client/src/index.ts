@@ -137,8 +137,8 @@ export function createClient(options: ClientOptions) {
     explain: (organisationId: string) => call(api.GET('/api/licensing/explain', { params: { query: { organisation_id: organisationId } } })),
     /**
      * `GET /api/licensing/credits` (member, JWT or service key): each credits metric of the tier in force with its
-     * included amount, `balance`, `reserved`, `available` (included left + balance − reserved) and the grants that
-     * count, in the order reports draw on them.
+     * included amount, `balance`, `reserved`, `available` (included left + balance − reserved), the grants that
+     * count, in the order reports draw on them, and its automatic top-up (`auto_recharge`, or null).
      */
     credits: (organisationId: string) => call(api.GET('/api/licensing/credits', { params: { query: { organisation_id: organisationId } } })),
     /**
@@ -156,6 +156,15 @@ export function createClient(options: ClientOptions) {
      * redirect the buyer to, on any tier. The credits are granted once the provider says it is paid.
      */
     buyCredits: (body: Body<'/api/billing/credits/checkout', 'post'>) => call(api.POST('/api/billing/credits/checkout', { body })),
+    /**
+     * `PUT /api/billing/credits/auto-recharge` (owner or admin): buy `pack` automatically whenever a report leaves the
+     * metric's `available` below `threshold`, at most `monthly_limit` a month; 409 `no_payment_method` until the
+     * customer has a default payment method. A declined payment turns it off (`enabled` false, `last_error`).
+     */
+    saveAutoRecharge: (body: Body<'/api/billing/credits/auto-recharge', 'put'>) => call(api.PUT('/api/billing/credits/auto-recharge', { body })),
+    /** `DELETE /api/billing/credits/auto-recharge` (owner or admin): no more automatic top-ups of the metric. */
+    deleteAutoRecharge: (organisationId: string, metric: paths['/api/billing/credits/auto-recharge']['delete']['parameters']['query']['metric']) =>
+      call(api.DELETE('/api/billing/credits/auto-recharge', { params: { query: { organisation_id: organisationId, metric } } })),
     /** `GET /api/billing/portal` (owner or admin): the provider's billing portal URL. */
     portal: (organisationId?: string) =>
       call(api.GET('/api/billing/portal', { params: { query: organisationId ? { organisation_id: organisationId } : {} } })),

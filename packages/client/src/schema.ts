@@ -662,6 +662,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/billing/credits/auto-recharge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Save the automatic top-up of a credits metric (owner or admin)
+         * @description When an accepted report leaves the metric's `available` below `threshold`, one `pack` is bought off-session (after the report, which never waits), paid with the customer's default payment method, at most `monthly_limit` a calendar month (UTC) and one at a time; its credits are granted when the provider says the invoice is paid. A declined payment turns the setting off (`enabled` false, `last_error`) and sends `credits.recharge_failed`; saving it again turns it on. Needs a provider customer with a default payment method (409 no_payment_method); GET /api/licensing/credits shows the setting as `auto_recharge`.
+         */
+        put: operations["CreditPurchasesController_saveAutoRecharge"];
+        post?: never;
+        /**
+         * Remove the automatic top-up of a credits metric (owner or admin)
+         * @description No more packs are bought automatically; 204 also when there was none.
+         */
+        delete: operations["CreditPurchasesController_deleteAutoRecharge"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/webhooks/payprovider": {
         parameters: {
             query?: never;
@@ -1063,6 +1087,7 @@ export interface components {
              *     - `notification_not_found` (404): No outbound notification with that webhook-id (notifications:retry).
              *     - `request_timeout` (408): The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.
              *     - `email_taken` (409): A user with that email already exists (under another external_id, or none).
+             *     - `no_payment_method` (409): The organisation's provider customer has no default payment method to pay automatic top-ups with (buy a pack at checkout, or set one in the billing portal).
              *     - `last_owner` (409): The change would leave the organisation without an owner.
              *     - `idempotency_key_reused` (409): The idempotency key was already used for a different report.
              *     - `idempotency_conflict` (409): The idempotency key was already used for a grant with another body.
@@ -1092,7 +1117,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "unknown_plan_version" | "invalid_version_range" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "reservation_exceeded" | "invalid_credit_metric" | "negative_amount" | "no_change" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "insufficient_credits" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "reservation_not_found" | "grant_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "idempotency_conflict" | "reservation_committed" | "reservation_released" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "unknown_plan_version" | "invalid_version_range" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "reservation_exceeded" | "invalid_credit_metric" | "negative_amount" | "no_change" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "insufficient_credits" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "reservation_not_found" | "grant_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "no_payment_method" | "last_owner" | "idempotency_key_reused" | "idempotency_conflict" | "reservation_committed" | "reservation_released" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
         };
         UserRecord: {
             /** Format: uuid */
@@ -2369,6 +2394,34 @@ export interface components {
             session_id: string;
             /** @example https://checkout.stripe.com/c/pay/cs_test_b1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY */
             url: string;
+        };
+        SaveAutoRechargeDto: {
+            /**
+             * Format: uuid
+             * @example 2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11
+             */
+            organisation_id: string;
+            /**
+             * @description A metric whose policy is credits
+             * @example ai_tokens
+             * @enum {string}
+             */
+            metric: "projects" | "ai_tokens";
+            /**
+             * @description A credit pack of the tier table's credit_packs, for this metric (GET /api/billing/plans lists them)
+             * @example tokens_1m
+             */
+            pack: string;
+            /**
+             * @description A report leaving `available` below this buys one pack
+             * @example 100000
+             */
+            threshold: number;
+            /**
+             * @description The most packs bought so in a calendar month (UTC)
+             * @example 5
+             */
+            monthly_limit: number;
         };
         WebhookAck: {
             /** @example evt_1Pgc76B7WZ01zgkWwyRHS12y */
@@ -6790,6 +6843,232 @@ export interface operations {
                 };
             };
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    CreditPurchasesController_saveAutoRecharge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SaveAutoRechargeDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutoRechargeRecord"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    CreditPurchasesController_deleteAutoRecharge: {
+        parameters: {
+            query: {
+                organisation_id: string;
+                metric: "projects" | "ai_tokens" | "users";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed (or there was none) */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
