@@ -161,7 +161,14 @@ export class SandboxPaymentProvider extends PaymentProvider {
 
   chargeRecharge(input: RechargeChargeInput): Promise<RechargeCharge> {
     return this.call('invoices.pay', async () => {
-      throw new PaymentProviderError('rejected', `the sandbox does not pay automatic top-ups (recharge ${input.rechargeId})`);
+      const charged = await this.store.chargeRecharge(
+        { rechargeId: input.rechargeId, customerId: input.customerId, pack: input.pack, metadata: input.metadata },
+        (invoiceId) => this.urls.page(`/sandbox/invoices/${invoiceId}`),
+      );
+      if (!charged) throw new PaymentProviderError('not_found', `No such customer: '${input.customerId}'`, 'customer');
+      if (charged.noCard) throw new PaymentProviderError('rejected', 'This customer has no attached payment source or default payment method.');
+      this.delivery.deliverLater(charged.invoiceId);
+      return charged.paid ? { invoiceId: charged.invoiceId, paid: true } : { invoiceId: charged.invoiceId, paid: false, error: charged.error! };
     });
   }
 

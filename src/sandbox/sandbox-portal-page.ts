@@ -29,6 +29,7 @@ export const PORTAL_OUTCOMES = {
   resumed: 'Your subscription renews again.',
   released: 'The pending change was given up: your plan stays as it is.',
   ended: 'Your subscription was canceled.',
+  declining: 'The next automatic charge on your saved card will be declined (once).',
 } as const;
 export type PortalOutcome = keyof typeof PORTAL_OUTCOMES;
 
@@ -52,15 +53,32 @@ const perSeatOf = (tiers: PortalTier[], tier: string) => tiers.find((t) => t.tie
  * at the period's end or resume, give up a pending change, or cancel at once (after a confirmation). Forms only, no
  * script. After a change the portal comes back here, saying what it did.
  */
-export function portalPage(portal: SandboxPortalSession, subs: PortalSubscription[], tiers: PortalTier[], outcome?: PortalOutcome): string {
+export function portalPage(
+  portal: SandboxPortalSession,
+  subs: PortalSubscription[],
+  tiers: PortalTier[],
+  outcome?: PortalOutcome,
+  card?: { paymentMethod: string | null; declineNext: boolean },
+): string {
   const base = `/sandbox/portal/${esc(portal.id)}`;
   const sections = subs.map((s) => subscriptionSection(`${base}/subscriptions/${esc(s.sub.id)}`, s, tiers));
   return layout(
     'Manage subscription',
     `<h1>Manage your subscription</h1>
 ${outcome ? `<p class="done" role="status">${esc(PORTAL_OUTCOMES[outcome])}</p>\n` : ''}${sections.length ? sections.join('\n') : '<p>This customer has no active subscription.</p>'}
+${card ? cardSection(base, card) : ''}
 <p><a href="${esc(portal.returnUrl)}">Return to the application</a></p>`,
   );
+}
+
+/** The saved card (automatic top-ups pay with it), and the button that makes its next charge fail, to try that path. */
+function cardSection(base: string, card: { paymentMethod: string | null; declineNext: boolean }): string {
+  if (!card.paymentMethod) return `<section aria-labelledby="card"><h2 id="card">Payment method</h2><p>No card saved: automatic top-ups cannot be paid.</p></section>`;
+  const action = card.declineNext
+    ? '<p>The next automatic charge will be declined.</p>'
+    : `<form method="post" action="${base}/decline-next-charge"><button type="submit" class="secondary">Decline the next charge</button></form>`;
+  return `<section aria-labelledby="card"><h2 id="card">Payment method</h2><p>Card ${esc(card.paymentMethod)} (default; automatic top-ups are paid with it).</p>
+${action}</section>`;
 }
 
 function subscriptionSection(base: string, { sub, today, pending }: PortalSubscription, tiers: PortalTier[]): string {

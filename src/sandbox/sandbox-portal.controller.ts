@@ -58,7 +58,18 @@ export class SandboxPortalController {
         pending: sub.scheduleId ? await this.store.findSchedule(sub.scheduleId) : undefined,
       })),
     );
-    return this.http.send(res, 200, portalPage(portal, subs, this.http.offers(), query.done));
+    const customer = await this.store.findCustomer(portal.customerId);
+    const card = customer && { paymentMethod: customer.defaultPaymentMethod, declineNext: customer.declineNextCharge };
+    return this.http.send(res, 200, portalPage(portal, subs, this.http.offers(), query.done, card));
+  }
+
+  /** The customer's next automatic charge (an automatic top-up's invoice) is declined, once: to try the failure path. */
+  @Post(':id/decline-next-charge')
+  async declineNextCharge(@Param('id') id: string, @Res() res: Response) {
+    const portal = await this.livePortal(id, res);
+    if (!portal) return;
+    await this.store.declineNextCharge(portal.customerId);
+    return this.http.redirect(res, `/sandbox/portal/${portal.id}?done=declining`);
   }
 
   /** The review of a change: the provider's preview of what it charges now, or from when it holds. Changes nothing. */

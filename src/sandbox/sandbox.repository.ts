@@ -84,6 +84,22 @@ export class SandboxRepository {
     await m.getRepository(SandboxCustomer).update({ id: customerId }, { defaultPaymentMethod: paymentMethod });
   }
 
+  /** The customer, locked for the rest of the transaction `m`. */
+  lockCustomer(m: EntityManager, id: string): Promise<SandboxCustomer | null> {
+    return m.getRepository(SandboxCustomer).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  /** The portal's "decline the next charge" (true), or its use by a declined charge (false). */
+  async setDeclineNextCharge(m: EntityManager, customerId: string, decline: boolean): Promise<void> {
+    await m.getRepository(SandboxCustomer).update({ id: customerId }, { declineNextCharge: decline });
+  }
+
+  /** The invoice an automatic top-up's charge made (its `metadata.recharge_id`), if any. */
+  async findRechargeInvoice(m: EntityManager, rechargeId: string): Promise<SandboxInvoice | undefined> {
+    const [row] = await m.getRepository(SandboxInvoice).createQueryBuilder('i').where(`i.metadata ->> 'recharge_id' = :rechargeId`, { rechargeId }).getMany();
+    return row;
+  }
+
   async insertPortal(portal: SandboxPortalSession): Promise<SandboxPortalSession> {
     await this.db.getRepository(SandboxPortalSession).insert(portal);
     return portal;

@@ -244,6 +244,62 @@ export class SandboxStore {
     return paid;
   }
 
+  /**
+   * An automatic top-up's charge (spec §16.4), as the provider's invoice, item, finalize and pay make it: one
+   * invoice of one pack per recharge (asked again, the sandbox answers what it did, as the provider's idempotency
+   * keys do), paid with the customer's saved card: `invoice.paid` and `invoice.payment_succeeded`; or declined,
+   * once, when the portal said so (`invoice.payment_failed`, the invoice left open). Undefined: no such customer.
+   */
+  async chargeRecharge(
+    p: { rechargeId: string; customerId: string; pack: string; metadata: Record<string, string> },
+    invoiceUrl: (invoiceId: string) => string,
+  ): Promise<{ invoiceId: string; paid: boolean; error?: string; noCard?: true } | undefined> {
+    const declined = 'Your card was declined.';
+    return transaction(this.db, async (m) => {
+      const customer = await this.sandbox.lockCustomer(m, p.customerId);
+      if (!customer) return undefined;
+      const done = await this.sandbox.findRechargeInvoice(m, p.rechargeId);
+      if (done) return done.status === 'paid' ? { invoiceId: done.id, paid: true } : { invoiceId: done.id, paid: false, error: declined };
+      const now = nowSeconds();
+      const line = packLine(p.pack, 1, now);
+      const invoice: SandboxInvoice = {
+        id: randomId('in_'),
+        customerId: p.customerId,
+        subscriptionId: null,
+        tier: null,
+        billingReason: 'manual',
+        status: 'open',
+        metadata: p.metadata,
+        lines: [line],
+        amountPaid: line.amount,
+        currency: SANDBOX_CURRENCY,
+        periodStart: now,
+        periodEnd: now,
+        created: now,
+        paidAt: null,
+      };
+      if (!customer.defaultPaymentMethod) return { invoiceId: '', paid: false, noCard: true };
+      const decline = customer.declineNextCharge;
+      if (decline) await this.sandbox.setDeclineNextCharge(m, p.customerId, false);
+      else Object.assign(invoice, { status: 'paid', paidAt: now });
+      await this.sandbox.insertInvoice(m, invoice);
+      const object = invoiceObject({ ...invoice, subscriptionMetadata: {}, itemId: null, hostedInvoiceUrl: invoiceUrl(invoice.id) });
+      await this.sandbox.addEvent(m, invoice.id, eventEnvelope('invoice.finalized', object, now));
+      if (decline) {
+        await this.sandbox.addEvent(m, invoice.id, eventEnvelope('invoice.payment_failed', object, now));
+        return { invoiceId: invoice.id, paid: false, error: declined };
+      }
+      await this.sandbox.addEvent(m, invoice.id, eventEnvelope(EVENT_TYPES.invoicePaid, object, now));
+      await this.sandbox.addEvent(m, invoice.id, eventEnvelope(EVENT_TYPES.invoicePaymentSucceeded, object, now));
+      return { invoiceId: invoice.id, paid: true };
+    });
+  }
+
+  /** The portal's "decline the next charge": the customer's next automatic charge is declined, once. */
+  async declineNextCharge(customerId: string): Promise<void> {
+    await this.sandbox.setDeclineNextCharge(this.db.manager, customerId, true);
+  }
+
   /** Like the provider: only an open session can be expired. */
   async expireCheckout(id: string): Promise<'expired' | 'not_open' | 'not_found'> {
     if (await this.sandbox.expireOpenCheckout(id, nowSeconds())) return 'expired';

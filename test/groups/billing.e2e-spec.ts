@@ -18,4 +18,5 @@ import '../billing-subscription-members.e2e-spec';
 import '../billing-subscription-timeout.e2e-spec';
 import '../billing-subscription-sandbox.e2e-spec';
 import '../sandbox-credit-packs.e2e-spec';
+import '../sandbox-auto-recharge.e2e-spec';
 import '../billing-credit-checkout.e2e-spec';
