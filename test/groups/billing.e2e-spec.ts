@@ -6,6 +6,7 @@ import '../billing-checkout-plans.e2e-spec';
 import '../billing-portal.e2e-spec';
 import '../billing-session.e2e-spec';
 import '../provider-double-checkout.e2e-spec';
+import '../provider-double-invoices.e2e-spec';
 import '../billing-history.e2e-spec';
 import '../billing-provider.e2e-spec';
 import '../billing-provider-budget.e2e-spec';
