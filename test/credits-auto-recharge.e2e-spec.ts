@@ -167,6 +167,16 @@ describe('credits: automatic top-ups', () => {
     expect(read.body.data.find((m: { metric: string }) => m.metric === 'ai_tokens')).toMatchObject({ auto_recharge: { recharges_this_month: 1, enabled: true } });
   });
 
+  it("a reservation's commit that leaves available below the threshold buys a pack too", async () => {
+    const { org, owner, customer } = await customerOrg({ credits: 500 });
+    await save(owner, setting(org)).expect(200);
+    const hold = await b.http().post('/api/licensing/usage/reservations').set('X-Service-Key', KEY).send({ organisation_id: org, metric: 'ai_tokens', amount: 400 }).expect(201);
+    const spent = await b.http().post(`/api/licensing/usage/reservations/${hold.body.id}/commit`).set('X-Service-Key', KEY).send({ amount: 350 }).expect(200);
+    expect(spent.body).toMatchObject({ available: 250 });
+    await waitFor('the invoice paid', () => invoicesOf(customer)[0]?.status === 'paid');
+    expect(await recharges(org)).toHaveLength(1);
+  });
+
   it('a provider failure mid-purchase: the job runs again with the same keys, one invoice and one charge', async () => {
     const { org, owner, customer } = await customerOrg({ credits: 500 });
     await save(owner, setting(org)).expect(200);

@@ -312,6 +312,29 @@ describe('packages/client: credits', () => {
     expect(isServiceError(refused, 'invalid_credit_metric') && refused.status).toBe(400);
   });
 
+  it('saves, reads and removes an automatic top-up, typed; 409 no_payment_method before a card is saved', async () => {
+    const backEnd = createClient({ baseUrl: t.baseUrl, serviceKey: KEY });
+    const organisation = await backEnd.admin.createOrganisation({ name: 'Recharging', external_id: 'client_recharge' });
+    const owner = await backEnd.admin.createUser({ email: 'client_recharge@example.com' });
+    await backEnd.admin.putMember(organisation.id, owner.id, { role: 'owner' });
+    const user = createClient({ baseUrl: t.baseUrl, session: (await backEnd.admin.createSession({ user_id: owner.id })).token });
+    const setting = { organisation_id: organisation.id, metric: 'ai_tokens' as const, pack: 'tokens_1k', threshold: 200, monthly_limit: 3 };
+
+    const noCard = await user.saveAutoRecharge(setting).catch((err: unknown) => err);
+    expect(isServiceError(noCard, 'no_payment_method') && noCard.status).toBe(409);
+    // A pack paid on the sandbox's checkout page saves the card.
+    const checkout = await user.buyCredits({ organisation_id: organisation.id, pack: 'tokens_1k' });
+    const page = await (await fetch(`${t.baseUrl}${new URL(checkout.url).pathname}`)).text();
+    const total = /name="total" value="(\d+)"/.exec(page)![1];
+    expect((await fetch(`${t.baseUrl}${new URL(checkout.url).pathname}/pay`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ total }) })).status).toBe(303);
+
+    const saved = await user.saveAutoRecharge(setting);
+    expect(saved).toEqual({ metric: 'ai_tokens', pack: 'tokens_1k', threshold: 200, monthly_limit: 3, enabled: true, recharges_this_month: 0, last_error: null });
+    expect((await user.credits(organisation.id)).data[0].auto_recharge).toEqual(saved);
+    await user.deleteAutoRecharge(organisation.id, 'ai_tokens');
+    expect((await user.credits(organisation.id)).data[0].auto_recharge).toBeNull();
+  });
+
   it('reserves, commits and releases usage, and throws the typed codes', async () => {
     const backEnd = createClient({ baseUrl: t.baseUrl, serviceKey: KEY });
     const organisation = await backEnd.admin.createOrganisation({ name: 'Reserving', external_id: 'client_reservations' });
