@@ -177,6 +177,17 @@ describe('credits: automatic top-ups', () => {
     expect(await recharges(org)).toHaveLength(1);
   });
 
+  it('a setting removed before its purchase began buys nothing: the recharge failed, quietly', async () => {
+    const { org, owner, customer } = await customerOrg({ credits: 500 });
+    await save(owner, setting(org)).expect(200);
+    const [{ id }] = await a.db.query(`INSERT INTO credit_recharges (organisation_id, metric, pack) VALUES ($1, 'ai_tokens', 'tokens_1k') RETURNING id`, [org]);
+    await a.http().delete('/api/billing/credits/auto-recharge').query({ organisation_id: org, metric: 'ai_tokens' }).set(owner.auth).expect(204);
+    await a.app.get(AutoRechargeJobs).purchase(id);
+    expect((await recharges(org)).map((r: { status: string }) => r.status)).toEqual(['failed']);
+    expect(fake.requests.filter(ofCustomer(customer))).toEqual([]);
+    expect(receiver.accepted(org).filter((m) => m.json.type === 'credits.recharge_failed')).toEqual([]);
+  });
+
   it('a provider failure mid-purchase: the job runs again with the same keys, one invoice and one charge', async () => {
     const { org, owner, customer } = await customerOrg({ credits: 500 });
     await save(owner, setting(org)).expect(200);

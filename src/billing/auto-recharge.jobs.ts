@@ -50,10 +50,18 @@ export class AutoRechargeJobs implements OnModuleInit {
     return made;
   }
 
-  /** One recharge's purchase: nothing when it is no longer pending (settled by an event, or a run before this one). */
+  /**
+   * One recharge's purchase: nothing when it is no longer pending (settled by an event, or a run before this one),
+   * nor when its setting was removed or turned off meanwhile (the recharge then `failed`, quietly).
+   */
   async purchase(rechargeId: string): Promise<void> {
     const recharge = await this.credits.findRecharge(this.db.manager, rechargeId);
     if (!recharge || recharge.status !== 'pending') return;
+    // Removed or turned off since the report made it due: nothing is bought.
+    if (!(await this.credits.autoRecharge(this.db.manager, recharge.organisationId, recharge.metric))?.enabled) {
+      await transaction(this.db, (m) => this.credits.abandonRecharge(m, rechargeId));
+      return;
+    }
     const customerId = await this.identity.customerOf(recharge.organisationId);
     let charge: RechargeCharge;
     if (!customerId) {

@@ -162,6 +162,15 @@ export class CreditsService {
     return this.credits.findRecharge(manager, rechargeId);
   }
 
+  /**
+   * A pending recharge whose setting was removed or turned off before its purchase began: `failed`, quietly (no
+   * notification, the setting untouched). An `invoice.paid` for it later still grants the pack (settleRecharge).
+   */
+  async abandonRecharge(manager: EntityManager, rechargeId: string): Promise<void> {
+    const recharge = await this.credits.lockRecharge(manager, rechargeId);
+    if (recharge?.status === 'pending') await this.credits.settleRecharge(manager, rechargeId, 'failed', null);
+  }
+
   setRechargeInvoice(manager: EntityManager, rechargeId: string, invoiceId: string): Promise<void> {
     return this.credits.setRechargeInvoice(manager, rechargeId, invoiceId);
   }
