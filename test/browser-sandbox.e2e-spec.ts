@@ -99,7 +99,8 @@ describe('sandbox checkout in a browser', () => {
     // Confirmed: charged what was shown, back in the portal with the new plan.
     await Promise.all([page.waitForURL(`${portal}?done=changed`), page.getByRole('button', { name: `Confirm and pay ${due}` }).click()]);
     expect(await page.getByRole('status').textContent()).toBe('Your plan was changed.');
-    expect(await page.getByRole('heading', { level: 2 }).textContent()).toBe('team plan (active)');
+    // The subscription's section first; the saved card's ("Payment method") after it.
+    expect(await page.getByRole('heading', { level: 2 }).allTextContents()).toEqual(['team plan (active)', 'Payment method']);
     const switched = await state(owner, orgId);
     expect(switched).toMatchObject({ license: { tier: 'team', is_active: true }, subscription: { tier: 'team', interval: 'year' } });
     expect(switched.paid.map((amount: number) => formatMoney(amount, 'eur'))).toContain(due);
