@@ -12,6 +12,11 @@ import { rechargeInvoiceMetadata } from './credit-purchases';
 
 /** The job of one automatic top-up's purchase (payload `{recharge_id}`). */
 export const RECHARGE_TASK = 'credits_recharge';
+/**
+ * Its tries: the queue waits e^n seconds after the n-th failure, so ten tries span about ten hours, well within the
+ * 24 hours the provider keeps an idempotency key (a later try with the same keys could make a second invoice).
+ */
+const RECHARGE_ATTEMPTS = 10;
 
 /**
  * Automatic top-ups on the job queue (spec §16.4), when the tier table sells credit packs. After a usage statement
@@ -40,12 +45,26 @@ export class AutoRechargeJobs implements OnModuleInit {
   onModuleInit(): void {
     if (!Object.keys(this.config.creditPacks).length) return;
     this.commits.onRechargeDue((due) => this.start(due));
-    this.queue.register({ tasks: { [RECHARGE_TASK]: (payload) => this.purchase((payload as { recharge_id: string }).recharge_id) } });
+    this.queue.register({
+      tasks: {
+        [RECHARGE_TASK]: async (payload, helpers) => {
+          const rechargeId = (payload as { recharge_id: string }).recharge_id;
+          try {
+            await this.purchase(rechargeId);
+          } catch (err) {
+            // The last try: the recharge failed (the setting off, credits.recharge_failed), no longer in flight.
+            if (helpers.job.attempts < helpers.job.max_attempts) throw err;
+            const error = `the payment provider could not be reached: ${err instanceof Error ? err.message : String(err)}`;
+            await transaction(this.db, (m) => this.credits.settleRecharge(m, rechargeId, { status: 'failed', error }));
+          }
+        },
+      },
+    });
   }
 
   /** Pending recharges (with their jobs) for what the reports made due; their ids. */
   async start(due: RechargeDue[]): Promise<string[]> {
-    const made = await this.credits.startRecharges(due, RECHARGE_TASK);
+    const made = await this.credits.startRecharges(due, RECHARGE_TASK, RECHARGE_ATTEMPTS);
     if (made.length) this.logger.log(`credits: ${made.length} automatic top-up(s) started`);
     return made;
   }

@@ -405,10 +405,10 @@ export class CreditsRepository {
   /**
    * The automatic top-ups the reports made due (spec §16.4), after their commit, in one statement: for each
    * organisation and metric whose setting is enabled and under its monthly limit, a pending recharge (none when one
-   * is in flight: the partial unique index) with its job on the queue (`task`, keyed by the recharge). Answers the
-   * recharges made.
+   * is in flight: the partial unique index) with its job on the queue (`task`, keyed by the recharge, tried at most
+   * `maxAttempts` times). Answers the recharges made.
    */
-  async startRecharges(due: { organisationId: string; metric: string }[], task: string): Promise<string[]> {
+  async startRecharges(due: { organisationId: string; metric: string }[], task: string, maxAttempts: number): Promise<string[]> {
     const rows: { id: string }[] = await this.db.query(
       `WITH made AS (
          INSERT INTO credit_recharges (organisation_id, metric, pack)
@@ -419,8 +419,9 @@ export class CreditsRepository {
          ON CONFLICT (organisation_id, metric) WHERE status = 'pending' DO NOTHING
          RETURNING id)
        SELECT made.id FROM made,
-         LATERAL graphile_worker.add_job($3::text, json_build_object('recharge_id', made.id), job_key => $3::text || ':' || made.id) j`,
-      [due.map((d) => d.organisationId), due.map((d) => d.metric), task],
+         LATERAL graphile_worker.add_job($3::text, json_build_object('recharge_id', made.id), job_key => $3::text || ':' || made.id,
+                                         max_attempts => $4::int) j`,
+      [due.map((d) => d.organisationId), due.map((d) => d.metric), task, maxAttempts],
     );
     return rows.map((r) => r.id);
   }

@@ -154,8 +154,8 @@ export class CreditsService {
   }
 
   /** Pending recharges for the automatic top-ups the reports made due, with their jobs (`task`); their ids. */
-  startRecharges(due: { organisationId: string; metric: string }[], task: string): Promise<string[]> {
-    return this.credits.startRecharges(due, task);
+  startRecharges(due: { organisationId: string; metric: string }[], task: string, maxAttempts: number): Promise<string[]> {
+    return this.credits.startRecharges(due, task, maxAttempts);
   }
 
   findRecharge(manager: EntityManager, rechargeId: string): Promise<RechargeRow | undefined> {

@@ -190,6 +190,8 @@ export class StripePaymentProvider extends PaymentProvider {
 
   chargeRecharge(input: RechargeChargeInput): Promise<RechargeCharge> {
     return this.call('invoice.pay', async () => {
+      if (!input.priceId) throw new PaymentProviderError('rejected', `the credit pack ${input.pack} has no price`);
+      const priceId = input.priceId;
       const key = (step: string) => ({ idempotencyKey: `recharge_${input.rechargeId}_${step}` });
       // The invoice first, then the item on it (`invoice`): the customer's other pending items stay where they are.
       const draft = await this.stripe.invoices.create(
@@ -197,8 +199,7 @@ export class StripePaymentProvider extends PaymentProvider {
         key('invoice'),
       );
       const invoiceId = draft.id!;
-      if (!input.priceId) throw new PaymentProviderError('rejected', `the credit pack ${input.pack} has no price`);
-      await this.stripe.invoiceItems.create({ customer: input.customerId, invoice: invoiceId, pricing: { price: input.priceId }, metadata: input.metadata }, key('item'));
+      await this.stripe.invoiceItems.create({ customer: input.customerId, invoice: invoiceId, pricing: { price: priceId }, metadata: input.metadata }, key('item'));
       await this.stripe.invoices.finalizeInvoice(invoiceId, { auto_advance: false }, key('finalize'));
       try {
         const paid = await this.stripe.invoices.pay(invoiceId, { off_session: true }, key('pay'));
