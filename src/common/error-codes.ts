@@ -68,6 +68,7 @@ export const ERROR_CODES = {
   audit_entry_not_found: [404, "No audit entry with that id (the console's audit entry page)."],
   reservation_not_found: [404, 'No reservation with that id.'],
   grant_not_found: [404, 'The organisation has no credit grant with that id.'],
+  plan_migration_not_found: [404, 'No plan migration with that id.'],
   notification_not_found: [404, 'No outbound notification with that webhook-id (notifications:retry).'],
   request_timeout: [408, 'The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.'],
   // 409: conflicts with what is stored.
@@ -81,6 +82,7 @@ export const ERROR_CODES = {
   subscription_exists: [409, 'The organisation already has a live subscription: change the plan in the billing portal.'],
   seats_below_members: [409, 'Fewer seats (or a tier allowing fewer users) than the organisation has members: remove members first.'],
   pending_change_limit: [409, "A change pending at the payment provider (fewer seats, or a tier allowing fewer users, from the period's end) leaves no room for another member: release it or change to more seats first."],
+  migration_running: [409, "A migration of the tier's subscriptions is running: wait for it to end (GET /api/admin/plans/migrations/{id})."],
   change_in_progress: [409, "Another change of the organisation's subscription is being made at this moment, or the last one's outcome at the payment provider is not known yet; retry after Retry-After seconds."],
   payload_too_large: [413, 'The body is larger than 1 MiB.'],
   unsupported_media_type: [415, 'A body on an /api route that is not JSON (Content-Type: application/json), e.g. a form post; or a JSON charset other than UTF-8.'],

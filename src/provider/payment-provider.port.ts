@@ -250,6 +250,13 @@ export abstract class PaymentProvider {
   abstract changeItemNow(subscriptionId: string, change: ItemChange, idempotencyKey?: string): Promise<Record<string, any>>;
 
   /**
+   * Moves the subscription's item (`itemId`) to another price now, keeping its quantity, without proration
+   * (`proration_behavior=none`): the new price is charged from the next invoice on (a plan migration, spec §17).
+   * Answers the subscription as the provider has it after the request.
+   */
+  abstract changeItemPrice(subscriptionId: string, change: { itemId: string; price: string }, idempotencyKey?: string): Promise<Record<string, any>>;
+
+  /**
    * Puts `next` in force when the current period ends, through a subscription schedule: the subscription's
    * (`scheduleId`, when it has one) or one made from it; its current phase is kept, the next one holds `next`,
    * and the schedule releases the subscription after it. Answers the schedule as the provider has it (what a

@@ -266,6 +266,18 @@ export class StripePaymentProvider extends PaymentProvider {
     );
   }
 
+  changeItemPrice(subscriptionId: string, change: { itemId: string; price: string }, idempotencyKey?: string): Promise<Record<string, any>> {
+    return this.call('subscription.update', async () =>
+      plain(
+        await this.stripe.subscriptions.update(
+          subscriptionId,
+          { items: [{ id: change.itemId, price: change.price }], proration_behavior: 'none' },
+          keyed(idempotencyKey, 'update'),
+        ),
+      ),
+    );
+  }
+
   async scheduleItemChange(
     subscriptionId: string,
     change: { scheduleId: string | null; next: PlanItem },

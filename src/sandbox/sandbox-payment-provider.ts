@@ -17,7 +17,7 @@ import {
   PROVIDER_PAGE_SIZE,
   ProviderPage,
 } from '../provider/payment-provider.port';
-import { ProviderEvent } from '../provider/provider-event';
+import { idOf, ProviderEvent } from '../provider/provider-event';
 import { meterTimestampProblem } from '../provider/meter-rules';
 import {
   nowSeconds,
@@ -211,6 +211,23 @@ export class SandboxPaymentProvider extends PaymentProvider {
     return this.call('subscriptions.update', async () => {
       const plan = await this.planOf(subscriptionId, change);
       return this.delivered(subscriptionId, this.subscriptions.changeNow(subscriptionId, subscriptionId, plan, { prorationDate: change.prorationDate }));
+    });
+  }
+
+  /**
+   * The sandbox's prices are its tiers' own, the same in every plan version: a price of the subscription's own
+   * plan changes nothing; another is a change of plan, which the sandbox makes only through changeItemNow.
+   */
+  changeItemPrice(subscriptionId: string, change: { itemId: string; price: string }): Promise<Record<string, any>> {
+    return this.call('subscriptions.update', async () => {
+      const current = await this.subscriptions.find(subscriptionId);
+      if (!current) throw new PaymentProviderError('not_found', `No such subscription: '${subscriptionId}'`, 'subscription');
+      const item = current.object.items.data[0];
+      if (item.id !== change.itemId) throw new PaymentProviderError('rejected', `No such subscription item: '${change.itemId}'`, 'items[0][id]');
+      if (idOf(item.price) !== change.price) {
+        throw new PaymentProviderError('rejected', `The sandbox changes a subscription's plan only with proration: '${change.price}' is another plan.`, 'items[0][price]');
+      }
+      return current.object;
     });
   }
 

@@ -269,6 +269,15 @@ export function createClient(options: ClientOptions) {
           body: Body<'/api/admin/plans/{tier}/migrations/preview', 'post'> = {},
           query: paths['/api/admin/plans/{tier}/migrations/preview']['post']['parameters']['query'] = {},
         ) => call(api.POST('/api/admin/plans/{tier}/migrations/preview', { params: { path: { tier }, query }, body })),
+        /**
+         * `POST /api/admin/plans/{tier}/migrations` (202): starts moving the tier's subscriptions to `to_version`, `at`
+         * `now` or at each one's period end; answers the migration (`status: running`). 409 `migration_running` while
+         * one runs for the tier.
+         */
+        startMigration: (tier: string, body: Body<'/api/admin/plans/{tier}/migrations', 'post'>) =>
+          call(api.POST('/api/admin/plans/{tier}/migrations', { params: { path: { tier } }, body })),
+        /** `GET /api/admin/plans/migrations/{id}`: the migration's status, done and failed counts, and first errors. */
+        migration: (id: string) => call(api.GET('/api/admin/plans/migrations/{id}', { params: { path: { id } } })),
       },
       /** `GET /api/admin/audit`: the audit log, newest first, a page at a time (`starting_after`: the last entry's id). */
       audit: (query: paths['/api/admin/audit']['get']['parameters']['query'] = {}) => call(api.GET('/api/admin/audit', { params: { query } })),
