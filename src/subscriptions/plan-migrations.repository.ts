@@ -76,9 +76,10 @@ const CREATE_SQL = `
 
 const QUEUE_SQL = `SELECT (${addJob('$1::uuid')}).id`;
 
-// Takes the run for `$2` seconds when nobody holds it, or renews it for the holder (`$3`: the lease it holds).
+// Takes the run for `$2` seconds when nobody holds it, or renews it for the holder (`$3`: the lease it holds, to the
+// millisecond, as a JavaScript Date keeps it).
 const LEASE_SQL = `
-  UPDATE plan_migrations SET lease_until = now() + make_interval(secs => $2)
+  UPDATE plan_migrations SET lease_until = date_trunc('milliseconds', clock_timestamp() + make_interval(secs => $2))
   WHERE id = $1 AND status = 'running' AND (lease_until IS NULL OR lease_until < now() OR lease_until = $3::timestamptz)
   RETURNING lease_until AS "leaseUntil", tier, to_version AS "toVersion", at, actor, request_id AS "requestId"`;
 
