@@ -13,14 +13,8 @@ import { RequestPace, withRequestPace } from '../provider/request-pace';
 import { TransactionStep } from './change-outcomes';
 import { LicenseChanges } from './license-changes.port';
 import { PlanVersionsService } from './plan-versions.service';
-import {
-  ClaimedItem,
-  MigrationRead,
-  MovingSubscription,
-  PLAN_MIGRATION_TASK,
-  PlanMigrationsRepository,
-  RunningMigration,
-} from './plan-migrations.repository';
+import { ClaimedItem, MigrationRead, PLAN_MIGRATION_TASK, PlanMigrationsRepository, RunningMigration } from './plan-migrations.repository';
+import { MovingSubscription, SubscriptionsRepository } from './subscriptions.repository';
 import { SubscriptionsService } from './subscriptions.service';
 
 /** How long a run holds its migration, and a batch its subscriptions, between renewals: a stopped run's are free after this. */
@@ -67,6 +61,7 @@ export class PlanMigrationRuns implements OnModuleInit {
     private readonly repository: PlanMigrationsRepository,
     private readonly versions: PlanVersionsService,
     private readonly subscriptions: SubscriptionsService,
+    private readonly subscriptionRows: SubscriptionsRepository,
     private readonly provider: PaymentProvider,
     private readonly licenseChanges: LicenseChanges,
     private readonly audit: AuditService,
@@ -156,7 +151,7 @@ export class PlanMigrationRuns implements OnModuleInit {
   private async moveOne(migration: RunningMigration, item: ClaimedItem, targets: { ids: string[]; byInterval: Map<string, string> }): Promise<void> {
     const key = `plan-migration:${migration.id}:${item.subscriptionId}`;
     try {
-      const sub = await this.repository.moving(this.db.manager, item.subscriptionId);
+      const sub = await this.subscriptionRows.moving(this.db.manager, item.subscriptionId);
       if (!sub || sub.deleted || sub.tier !== migration.tier) {
         return void (await this.refuse(migration, item, `The subscription is no longer one of the tier "${migration.tier}".`));
       }
@@ -229,7 +224,7 @@ export class PlanMigrationRuns implements OnModuleInit {
       await this.subscriptions.lock(m, [sub.customerId ?? undefined, item.subscriptionId]);
       if (!(await this.repository.settle(m, migration.id, item.subscriptionId, 'done', null))) return;
       await outcome.apply?.(m);
-      await this.repository.moveVersion(m, item.subscriptionId, migration.tier, migration.toVersion, migration.at);
+      await this.subscriptionRows.moveVersion(m, item.subscriptionId, migration.tier, migration.toVersion, migration.at);
       await this.audit.record(m, { actor: migration.actor, requestId: migration.requestId }, {
         action: 'plan.migrated',
         organisationId: sub.organisationId,

@@ -40,18 +40,6 @@ export interface ClaimedItem {
   attempts: number;
 }
 
-/** The subscription as a move reads it, under its lock. */
-export interface MovingSubscription {
-  organisationId: string;
-  customerId: string | null;
-  tier: string | null;
-  planVersion: number | null;
-  interval: string | null;
-  periodEnd: number | null;
-  pendingChange: { tier: string | null; interval: string | null; seats: number | null } | null;
-  deleted: boolean;
-}
-
 const addJob = (id: string, runAt = 'now()') =>
   `graphile_worker.add_job('${PLAN_MIGRATION_TASK}', json_build_object('migration_id', ${id}), run_at => ${runAt},
      job_key => '${PLAN_MIGRATION_TASK}:' || ${id}, job_key_mode => 'replace', max_attempts => 1000)`;
@@ -136,25 +124,7 @@ const READ_SQL = `
   ) c ON true
   WHERE m.id = $1`;
 
-const MOVING_SQL = `
-  SELECT organisation_id AS "organisationId", customer_id AS "customerId", tier, plan_version AS "planVersion", interval,
-         current_period_end::float8 AS "periodEnd", pending_change AS "pendingChange", deleted_event_created IS NOT NULL AS deleted
-  FROM provider_subscriptions WHERE subscription_id = $1`;
-
-// The version now. Same tier: the trigger keeps it (it moves a subscription's version only when its tier changes).
-const MOVE_NOW_SQL = `
-  UPDATE provider_subscriptions SET plan_version = $3, next_plan_version = NULL, next_plan_version_at = NULL, updated_at = now()
-  WHERE subscription_id = $1 AND tier = $2`;
-
-// The version from the end of the current period: the trigger puts it in force when a later period shows.
-const MOVE_AT_PERIOD_END_SQL = `
-  UPDATE provider_subscriptions SET next_plan_version = $3, next_plan_version_at = current_period_end, updated_at = now()
-  WHERE subscription_id = $1 AND tier = $2`;
-
-/**
- * Every query of plan_migrations and plan_migration_items (see their entities), and the migration's own writes of
- * a subscription's version (provider_subscriptions.plan_version, next_plan_version).
- */
+/** Every query of plan_migrations and plan_migration_items (see their entities). */
 @Injectable()
 export class PlanMigrationsRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
@@ -214,14 +184,5 @@ export class PlanMigrationsRepository {
   async requeueUnheld(): Promise<number> {
     const [row] = await preparedQuery<{ n: number }>(this.db, REQUEUE_SQL, []);
     return row.n;
-  }
-
-  async moving(m: EntityManager, subscriptionId: string): Promise<MovingSubscription | undefined> {
-    const [row] = await preparedQuery<MovingSubscription>(m, MOVING_SQL, [subscriptionId]);
-    return row;
-  }
-
-  async moveVersion(m: EntityManager, subscriptionId: string, tier: string, version: number, at: 'now' | 'period_end'): Promise<void> {
-    await preparedQuery(m, at === 'now' ? MOVE_NOW_SQL : MOVE_AT_PERIOD_END_SQL, [subscriptionId, tier, version]);
   }
 }
