@@ -65,6 +65,7 @@ describe('plan versions: migrations', () => {
   let gone: Awaited<ReturnType<typeof subscribed>>;
   let team: Awaited<ReturnType<typeof subscribed>>;
   let pending: Awaited<ReturnType<typeof subscribed>>;
+  let ending: Awaited<ReturnType<typeof subscribed>>;
 
   beforeAll(async () => {
     fake = await startSubscriptionDouble();
@@ -80,6 +81,9 @@ describe('plan versions: migrations', () => {
     pending = await subscribed(t, fake, { price: 'team_month', seats: 3 });
     // 11.4's downgrade: two seats from the period's end, through a schedule.
     await t.http().post('/api/billing/subscription/change').set(pending.owner.auth).send({ organisation_id: pending.org.id, seats: 2 }).expect(200);
+    // One that ends with its period.
+    ending = await subscribed(t, fake, { price: 'team_month', seats: 1 });
+    await t.http().post('/api/billing/subscription/cancel').set(ending.owner.auth).send({ organisation_id: ending.org.id }).expect(200);
     await t.close();
     t = await start(RAISED, { PAYPROVIDER_PRICE_PRO: 'pro_month_2', PAYPROVIDER_PRICE_TEAM: 'team_month_2,team_year_2' });
     fake.requests.length = 0;
@@ -170,7 +174,10 @@ describe('plan versions: migrations', () => {
     fake.requests.length = 0;
     const res = await cli(['plans:migrate', '--tier', 'team', '--at', 'period_end'], { DATABASE_URL: database.url }, { app: t.app });
     expect([res.code, res.stderr]).toEqual([0, '']);
-    expect(res.json).toMatchObject({ tier: 'team', to_version: 2, at: 'period_end', status: 'done', total: 2, done: 2, failed: 0, errors: [] });
+    expect(res.json).toMatchObject({ tier: 'team', to_version: 2, at: 'period_end', status: 'done', total: 3, done: 3, failed: 0, errors: [] });
+    // One that ends with its period has no next period to price: no schedule, its version moved all the same.
+    expect(ending.provider().schedule).toBeNull();
+    expect(await versionOf(ending.subscriptionId)).toEqual({ plan_version: 1, next_plan_version: 2 });
     const schedule = (s: typeof team) => fake.schedules.get(s.provider().schedule)!;
     const next = (s: typeof team) => schedule(s).phases[1].items[0];
     expect([next(team).price, next(team).quantity]).toEqual(['team_month_2', 3]);

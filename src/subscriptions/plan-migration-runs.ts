@@ -33,6 +33,13 @@ export interface MigrationStart {
   requestId: string | null;
 }
 
+/** The target version's price ids (and by interval, as the provider has them), and each version's of the tier. */
+interface Targets {
+  ids: string[];
+  byInterval: Map<string, string>;
+  prices: Map<number, string[]>;
+}
+
 /** A subscription's move, decided: what the provider is asked (if anything) and how its answer is recorded. */
 type Outcome = { apply?: TransactionStep; price: { from: string; to: string } | null } | { refused: string };
 
@@ -95,8 +102,8 @@ export class PlanMigrationRuns implements OnModuleInit {
     if (!held) return this.later(id);
     const migration: RunningMigration = held;
     const batch = Math.max(1, Math.min(50, this.pace.perSecond * 2));
-    const targets = await this.targetPrices(migration);
     try {
+      const targets = await this.targetPrices(migration);
       for (;;) {
         if (stop?.aborted) {
           await this.repository.release(id, held.leaseUntil);
@@ -135,27 +142,35 @@ export class PlanMigrationRuns implements OnModuleInit {
     return lanes.filter((l) => l.length);
   }
 
-  /** The target version's price ids by interval, as the provider has them. */
-  private async targetPrices(migration: RunningMigration): Promise<{ ids: string[]; byInterval: Map<string, string> }> {
-    const target = (await this.versions.all()).find((v) => v.tier === migration.tier && v.version === migration.toVersion);
-    const ids = target?.definition.prices ?? [];
+  /**
+   * The tier's versions' price ids, and the target version's by interval as the provider has them. A price the
+   * provider does not know is left out (the subscriptions of its interval are refused); one it could not be asked
+   * about fails the run, which the job queue tries again later.
+   */
+  private async targetPrices(migration: RunningMigration): Promise<Targets> {
+    const prices = new Map<number, string[]>();
+    for (const v of await this.versions.all()) if (v.tier === migration.tier) prices.set(v.version, v.definition.prices ?? []);
+    const ids = prices.get(migration.toVersion) ?? [];
     const byInterval = new Map<string, string>();
     for (const id of ids) {
-      const price = await withRequestPace(this.pace, () => this.provider.retrievePrice(id)).catch(() => undefined);
+      const price = await withRequestPace(this.pace, () => this.provider.retrievePrice(id)).catch((err: unknown) => {
+        if (err instanceof PaymentProviderError && err.kind === 'not_found') return undefined;
+        throw err;
+      });
       if (price?.recurring && !byInterval.has(price.recurring.interval)) byInterval.set(price.recurring.interval, id);
     }
-    return { ids, byInterval };
+    return { ids, byInterval, prices };
   }
 
   /** One subscription: moved and recorded, refused and recorded, or left for a later try. */
-  private async moveOne(migration: RunningMigration, item: ClaimedItem, targets: { ids: string[]; byInterval: Map<string, string> }): Promise<void> {
+  private async moveOne(migration: RunningMigration, item: ClaimedItem, targets: Targets): Promise<void> {
     const key = `plan-migration:${migration.id}:${item.subscriptionId}`;
     try {
       const sub = await this.subscriptionRows.moving(this.db.manager, item.subscriptionId);
       if (!sub || sub.deleted || sub.tier !== migration.tier) {
         return void (await this.refuse(migration, item, `The subscription is no longer one of the tier "${migration.tier}".`));
       }
-      const fromPrices = (await this.versions.all()).find((v) => v.tier === migration.tier && v.version === sub.planVersion)?.definition.prices ?? [];
+      const fromPrices = (sub.planVersion !== null && targets.prices.get(sub.planVersion)) || [];
       const outcome =
         JSON.stringify(fromPrices) === JSON.stringify(targets.ids)
           ? { price: null }
@@ -199,6 +214,8 @@ export class PlanMigrationRuns implements OnModuleInit {
       const asOf = nowSeconds();
       return { price, apply: (m) => this.subscriptions.applyAnswer(m, sub.organisationId, answer, asOf) };
     }
+    // It ends with its period: no next period to price (its version is moved all the same).
+    if (sub.cancelAtPeriodEnd || object.cancel_at_period_end === true) return { price: null };
     const scheduleId = idOf(object.schedule) ?? null;
     let next = { price: target, quantity: item.quantity ?? 1 };
     const pending = scheduleId ? sub.pendingChange : null;

@@ -76,6 +76,7 @@ export interface MovingSubscription {
   planVersion: number | null;
   interval: string | null;
   periodEnd: number | null;
+  cancelAtPeriodEnd: boolean;
   pendingChange: { tier: string | null; interval: string | null; seats: number | null } | null;
   deleted: boolean;
 }
@@ -135,7 +136,8 @@ const SCHEDULE_SQL = `
 
 const MOVING_SQL = `
   SELECT organisation_id AS "organisationId", customer_id AS "customerId", tier, plan_version AS "planVersion", interval,
-         current_period_end::float8 AS "periodEnd", pending_change AS "pendingChange", deleted_event_created IS NOT NULL AS deleted
+         current_period_end::float8 AS "periodEnd", cancel_at_period_end AS "cancelAtPeriodEnd", pending_change AS "pendingChange",
+         deleted_event_created IS NOT NULL AS deleted
   FROM provider_subscriptions WHERE subscription_id = $1`;
 
 // The version now. Same tier: the trigger keeps it (it moves a subscription's version only when its tier changes).
