@@ -29,6 +29,7 @@ export const ERROR_CODES = {
   invalid_credit_metric: [400, 'The metric is not one counted per billing period (ai_tokens, or a further metric declared per_period): credits are for those only.'],
   negative_amount: [400, 'A metric counted per billing period (ai_tokens, or one declared per_period) can only grow.'],
   no_change: [400, 'The change names the plan the subscription already has (the same tier, interval and seats).'],
+  currency_unavailable: [400, "A price of the plan list or of the checkout has no currency option of that currency at the payment provider (its currency_options)."],
   price_not_found: [400, 'The tier has no price with that interval (PAYPROVIDER_PRICE_<TIER>, as the provider confirmed it).'],
   invalid_proration_date: [400, "The change's proration_date is not within the subscription's current period (a preview's from an earlier period): preview again (the message is the provider's)."],
   tax_location_invalid: [400, "The payment provider cannot tell the customer's tax location (automatic tax): the customer's address needs fixing (the message is the provider's)."],

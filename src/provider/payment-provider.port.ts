@@ -33,6 +33,11 @@ export interface PriceInfo {
   currency: string;
   /** null for a one-time price. */
   recurring: { interval: string; intervalCount: number } | null;
+  /**
+   * The price's amount in each currency it is sold in (its `currency_options`, lower-case keys, its own currency
+   * among them): integer minor units per unit, null where that currency has no fixed amount (tiered, custom).
+   */
+  currencyOptions: Record<string, number | null>;
 }
 
 export interface CreateCheckoutInput {
@@ -53,6 +58,11 @@ export interface CreateCheckoutInput {
   allowPromotionCodes: boolean;
   /** Automatic tax and tax id collection (and the existing customer's address and name kept up to date). */
   automaticTax: boolean;
+  /**
+   * The session's currency (lower case), one of the price's `currencyOptions`; absent: the price's own. A price
+   * without it is refused (PaymentProviderError 'rejected', param `currency`).
+   */
+  currency?: string;
 }
 
 /**

@@ -25,8 +25,13 @@ import {
   parseSandboxPackPriceId,
   parseSandboxPriceId,
   priceObject,
+  SANDBOX_CURRENCIES,
   SANDBOX_CURRENCY,
   sandboxPackPriceId,
+  currencyAmounts,
+  SANDBOX_PACK_PRICE,
+  sandboxAmount,
+  unitAmount,
   SandboxPlan,
   sandboxPriceIds,
   scheduleObject,
@@ -70,7 +75,7 @@ export class SandboxPaymentProvider extends PaymentProvider {
       const pack = parseSandboxPackPriceId(priceId);
       if (pack !== undefined && Object.hasOwn(this.config.creditPacks, pack)) {
         const p = packPriceObject(pack);
-        return { id: p.id, active: p.active, unitAmount: p.unit_amount, currency: p.currency, recurring: null };
+        return { id: p.id, active: p.active, unitAmount: p.unit_amount, currency: p.currency, recurring: null, currencyOptions: currencyAmounts((c) => sandboxAmount(SANDBOX_PACK_PRICE, c)) };
       }
       const parsed = parseSandboxPriceId(priceId);
       if (!parsed || !isPaidTier(this.config.tiers, parsed.tier)) throw new PaymentProviderError('not_found', `No such price: '${priceId}'`);
@@ -81,6 +86,7 @@ export class SandboxPaymentProvider extends PaymentProvider {
         unitAmount: p.unit_amount,
         currency: p.currency,
         recurring: { interval: p.recurring.interval, intervalCount: p.recurring.interval_count },
+        currencyOptions: currencyAmounts((c) => unitAmount(parsed.tier, parsed.interval, c)),
       };
     });
   }
@@ -111,7 +117,12 @@ export class SandboxPaymentProvider extends PaymentProvider {
       if (input.customerId && !(await this.store.customerExists(input.customerId))) {
         throw new PaymentProviderError('not_found', `No such customer: '${input.customerId}'`, 'customer');
       }
+      const currency = input.currency ?? SANDBOX_CURRENCY;
+      if (!SANDBOX_CURRENCIES.includes(currency)) {
+        throw new PaymentProviderError('rejected', `The price specified supports currencies of \`${SANDBOX_CURRENCIES.join('`, `')}\` which doesn't include the expected currency of \`${currency}\`.`, 'currency');
+      }
       const s = await this.store.createCheckout({
+        currency,
         tier: input.tier,
         interval: (input.priceId && parseSandboxPriceId(input.priceId)?.interval) || 'month',
         quantity: input.quantity,
@@ -201,7 +212,7 @@ export class SandboxPaymentProvider extends PaymentProvider {
       const preview = await this.subscriptions.preview(subscriptionId, plan, { atPeriodEnd: change.when === 'period_end', prorationDate: change.prorationDate });
       return {
         amountDue: preview.amountDue,
-        currency: SANDBOX_CURRENCY,
+        currency: preview.currency,
         lines: preview.lines.map((l) => ({ description: l.description, amount: l.amount, periodStart: l.periodStart, periodEnd: l.periodEnd })),
       };
     });

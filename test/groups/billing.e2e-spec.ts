@@ -19,3 +19,4 @@ import '../billing-subscription-timeout.e2e-spec';
 import '../billing-subscription-sandbox.e2e-spec';
 import '../sandbox-credit-packs.e2e-spec';
 import '../billing-credit-checkout.e2e-spec';
+import '../billing-currencies.e2e-spec';

@@ -97,9 +97,10 @@ export function createClient(options: ClientOptions) {
     health: () => call(api.GET('/api/health')),
     /**
      * `GET /api/billing/plans` (public): every tier with features, limits, trial days and prices, and the credit packs
-     * with their one-time prices, for a pricing page.
+     * with their one-time prices, for a pricing page. `currency` (e.g. `'eur'`, any case): every price in it, from
+     * the provider's currency options (400 `currency_unavailable` when a price has none).
      */
-    plans: () => call(api.GET('/api/billing/plans')),
+    plans: (query: paths['/api/billing/plans']['get']['parameters']['query'] = {}) => call(api.GET('/api/billing/plans', { params: { query } })),
 
     // The signed-in user (session or JWT).
     /** `GET /api/me`: the caller and a page of their organisations (`limit`, `starting_after`), with role and tier. */

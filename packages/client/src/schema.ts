@@ -594,7 +594,7 @@ export interface paths {
         };
         /**
          * The plans a pricing page shows (public)
-         * @description Every tier of the tier table in its order, free first: features, limits, trial days, and the prices the provider confirmed (read in the background; a price it does not know or that is inactive is left out).
+         * @description Every tier of the tier table in its order, free first: features, limits, trial days, and the prices the provider confirmed (read in the background; a price it does not know or that is inactive is left out). With `currency`, each price's amount in that currency, from the provider's currency options of the price.
          */
         get: operations["BillingController_listPlans"];
         put?: never;
@@ -1059,6 +1059,7 @@ export interface components {
              *     - `invalid_credit_metric` (400): The metric is not one counted per billing period (ai_tokens, or a further metric declared per_period): credits are for those only.
              *     - `negative_amount` (400): A metric counted per billing period (ai_tokens, or one declared per_period) can only grow.
              *     - `no_change` (400): The change names the plan the subscription already has (the same tier, interval and seats).
+             *     - `currency_unavailable` (400): A price of the plan list or of the checkout has no currency option of that currency at the payment provider (its currency_options).
              *     - `price_not_found` (400): The tier has no price with that interval (PAYPROVIDER_PRICE_<TIER>, as the provider confirmed it).
              *     - `invalid_proration_date` (400): The change's proration_date is not within the subscription's current period (a preview's from an earlier period): preview again (the message is the provider's).
              *     - `tax_location_invalid` (400): The payment provider cannot tell the customer's tax location (automatic tax): the customer's address needs fixing (the message is the provider's).
@@ -1128,7 +1129,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "unknown_plan_version" | "invalid_version_range" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "reservation_exceeded" | "invalid_credit_metric" | "negative_amount" | "no_change" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "insufficient_credits" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "reservation_not_found" | "grant_not_found" | "plan_migration_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "idempotency_conflict" | "reservation_committed" | "reservation_released" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "migration_running" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "unknown_plan_version" | "invalid_version_range" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "reservation_exceeded" | "invalid_credit_metric" | "negative_amount" | "no_change" | "currency_unavailable" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "insufficient_credits" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "reservation_not_found" | "grant_not_found" | "plan_migration_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "last_owner" | "idempotency_key_reused" | "idempotency_conflict" | "reservation_committed" | "reservation_released" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "migration_running" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
         };
         UserRecord: {
             /** Format: uuid */
@@ -2377,6 +2378,11 @@ export interface components {
              * @example 5
              */
             seats?: number;
+            /**
+             * @description The session's currency: one of the price's currency options (GET /api/billing/plans?currency= shows the amounts; 400 currency_unavailable otherwise); default: the price's own currency. ISO 4217 code, any case.
+             * @example eur
+             */
+            currency?: string;
             /**
              * @description Absolute URL under APP_URL; default APP_URL/billing/success?session_id={CHECKOUT_SESSION_ID}
              * @example http://localhost:3000/billing/success?session_id={CHECKOUT_SESSION_ID}
@@ -6530,7 +6536,10 @@ export interface operations {
     };
     BillingController_listPlans: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Every price's amount in this currency, from the provider's currency options of the price (400 currency_unavailable when a price has none); default: each price's own currency. ISO 4217 code, any case. */
+                currency?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6544,6 +6553,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PlanList"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             408: {
