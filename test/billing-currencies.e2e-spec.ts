@@ -181,5 +181,9 @@ describe('currencies: the sandbox sells in eur, usd and gbp', () => {
     expect(history.body.data).toEqual([expect.objectContaining({ amount_paid: 2500, currency: 'GBP' })]);
     const [sub] = await t.db.query(`SELECT currency FROM sandbox_subscriptions WHERE metadata ->> 'organisation_id' = $1`, [orgId]);
     expect(sub.currency).toBe('gbp');
+    // A change is priced in its currency too: a year of pro is 10 × £25.
+    const later = await t.http().post('/api/billing/subscription/preview').set(owner.auth).send({ organisation_id: orgId, interval: 'year' }).expect(200);
+    expect(later.body).toMatchObject({ currency: 'GBP' });
+    expect(later.body.lines.map((l: { amount: number }) => l.amount)).toContain(25000);
   });
 });
