@@ -118,7 +118,8 @@ export class PlanMigrationRuns implements OnModuleInit {
           await sleep(1000);
         }
         await Promise.all(this.lanes(items, Math.min(8, batch)).map(async (lane) => {
-          for (const item of lane) await this.moveOne(migration, item, targets);
+          // A stopping instance ends with the subscription under way; release() frees the rest of the batch.
+          for (const item of lane) if (!stop?.aborted) await this.moveOne(migration, item, targets);
         }));
         const renewed = await this.repository.lease(id, LEASE_S, held.leaseUntil);
         if (!renewed) return; // taken over (this run was too slow to renew): the other run goes on
