@@ -16,6 +16,7 @@ import { PlanVersionsService } from './plan-versions.service';
 import { ClaimedItem, MigrationRead, PLAN_MIGRATION_TASK, PlanMigrationsRepository, RunningMigration } from './plan-migrations.repository';
 import { MovingSubscription, SubscriptionsRepository } from './subscriptions.repository';
 import { SubscriptionsService } from './subscriptions.service';
+import { pricesByInterval } from './version-prices';
 
 /** How long a run holds its migration, and a batch its subscriptions, between renewals: a stopped run's are free after this. */
 const LEASE_S = 45;
@@ -152,14 +153,7 @@ export class PlanMigrationRuns implements OnModuleInit {
     const prices = new Map<number, string[]>();
     for (const v of await this.versions.all()) if (v.tier === migration.tier) prices.set(v.version, v.definition.prices ?? []);
     const ids = prices.get(migration.toVersion) ?? [];
-    const byInterval = new Map<string, string>();
-    for (const id of ids) {
-      const price = await withRequestPace(this.pace, () => this.provider.retrievePrice(id)).catch((err: unknown) => {
-        if (err instanceof PaymentProviderError && err.kind === 'not_found') return undefined;
-        throw err;
-      });
-      if (price?.recurring && !byInterval.has(price.recurring.interval)) byInterval.set(price.recurring.interval, id);
-    }
+    const byInterval = await pricesByInterval(this.provider, ids, (call) => withRequestPace(this.pace, call));
     return { ids, byInterval, prices };
   }
 
