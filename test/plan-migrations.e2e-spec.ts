@@ -200,3 +200,103 @@ describe('plan versions: migrations', () => {
     expect((await licenseVersions(team.org.id)).at(-1)).toBe(2);
   });
 });
+
+/**
+ * Plan migrations over three versions of pro (pro_month, pro_month_2, pro_month_3): `from_version` moves only its
+ * own version's subscriptions; a provider outage during a run is tried again and moves each subscription once.
+ */
+describe('plan versions: migrations over three versions, through an outage', () => {
+  let fake: FakeProvider;
+  let database: TestDatabase;
+  let receiver: NotificationReceiver;
+  let t: TestApp;
+  const secret = newNotifySecret();
+  const start = (env: Record<string, string>) =>
+    startSubscriptionApp(fake, {
+      databaseUrl: database.url,
+      env: { SERVICE_API_KEYS: `support:${KEY}`, NOTIFY_URLS: receiver.url, NOTIFY_SECRET: secret, PROVIDER_SYNC_MAX_RPS: String(MAX_RPS), ...env },
+    });
+  const asService = { 'X-Service-Key': KEY };
+  const read = async (id: string) => (await t.http().get(`/api/admin/plans/migrations/${id}`).set(asService).expect(200)).body;
+  const ended = (id: string) => waitFor('the migration to end', async () => ((await read(id)).status !== 'running' ? read(id) : undefined), 120_000);
+  const versionOf = async (sub: string) => (await t.db.query(`SELECT plan_version FROM provider_subscriptions WHERE subscription_id = $1`, [sub]))[0].plan_version;
+  const migrated = (org: string) => t.db.query(`SELECT after FROM audit_log WHERE organisation_id = $1 AND action = 'plan.migrated'`, [org]);
+  const updatesOf = (sub: string) => fake.requests.filter((r) => r.method === 'POST' && r.path === `/v1/subscriptions/${sub}`);
+
+  let first: Awaited<ReturnType<typeof subscribed>>[];
+  let second: Awaited<ReturnType<typeof subscribed>>[];
+
+  beforeAll(async () => {
+    fake = await startSubscriptionDouble();
+    fake.addPrice('pro_month_2', { currency: 'usd', unit_amount: 2500, recurring: recurring('month') });
+    fake.addPrice('pro_month_3', { currency: 'usd', unit_amount: 3000, recurring: recurring('month') });
+    receiver = await startReceiver(secret);
+    database = await createTestDatabase();
+    t = await start({});
+    first = [await subscribed(t, fake, { price: 'pro_month' }), await subscribed(t, fake, { price: 'pro_month' })];
+    await t.close();
+    t = await start({ PAYPROVIDER_PRICE_PRO: 'pro_month_2' });
+    second = [];
+    for (let i = 0; i < 3; i++) {
+      const s = await subscribed(t, fake, { price: 'pro_month' });
+      s.provider().items.data[0].price = structuredClone(fake.prices.get('pro_month_2')); // sold at version 2's price
+      second.push(s);
+    }
+    await t.close();
+    t = await start({ PAYPROVIDER_PRICE_PRO: 'pro_month_3' });
+    expect(await t.db.query(`SELECT version, definition -> 'prices' AS prices FROM plan_versions WHERE tier = 'pro' ORDER BY version`)).toEqual([
+      { version: 1, prices: ['pro_month'] },
+      { version: 2, prices: ['pro_month_2'] },
+      { version: 3, prices: ['pro_month_3'] },
+    ]);
+    fake.requests.length = 0;
+  });
+  afterAll(async () => {
+    await t.close();
+    await receiver.close();
+    await fake.close();
+    await database.drop();
+  });
+
+  it('from_version moves only that version’s subscriptions; the others keep their version and price, and nothing is asked about them', async () => {
+    const { body } = await t.http().post('/api/admin/plans/pro/migrations').set(asService).send({ from_version: 1, at: 'now' }).expect(202);
+    expect(body).toMatchObject({ from_version: 1, to_version: 3, total: 2 });
+    expect(await ended(body.id)).toMatchObject({ status: 'done', total: 2, done: 2, failed: 0 });
+    for (const s of first) {
+      expect(await versionOf(s.subscriptionId)).toBe(3);
+      expect(s.provider().items.data[0].price.id).toBe('pro_month_3');
+      expect(await migrated(s.org.id)).toEqual([{ after: expect.objectContaining({ plan_version: 3, price: { from: 'pro_month', to: 'pro_month_3' } }) }]);
+    }
+    for (const s of second) {
+      expect(await versionOf(s.subscriptionId)).toBe(2);
+      expect(s.provider().items.data[0].price.id).toBe('pro_month_2');
+      expect(await migrated(s.org.id)).toEqual([]);
+      expect(fake.requests.filter((r) => r.path.includes(s.subscriptionId))).toEqual([]);
+    }
+  });
+
+  it('a provider outage during the run is tried again: each subscription is moved once', async () => {
+    fake.requests.length = 0;
+    fake.hold('/v1/subscriptions/', { method: 'GET' }); // the run waits on its first reads of subscriptions
+    const { body } = await t.http().post('/api/admin/plans/pro/migrations').set(asService).send({ at: 'now' }).expect(202);
+    expect(body).toMatchObject({ from_version: null, to_version: 3, total: 3 });
+    await waitFor('the run to read its three subscriptions', async () => (fake.held() === 3 ? true : undefined), 60_000);
+    // The provider is unavailable for those three reads and the SDK's two retries of each: each subscription's
+    // first try fails, and the run tries it again later.
+    fake.failNext(9, { status: 503 });
+    fake.release();
+    expect(await ended(body.id)).toMatchObject({ status: 'done', total: 3, done: 3, failed: 0, errors: [] });
+    expect(await t.db.query(`SELECT attempts FROM plan_migration_items WHERE migration_id = $1`, [body.id])).toEqual(
+      second.map(() => ({ attempts: 1 })),
+    );
+    for (const s of second) {
+      // Read again after the outage, then one update: one move recorded.
+      expect(fake.requests.filter((r) => r.method === 'GET' && r.path === `/v1/subscriptions/${s.subscriptionId}`)).toHaveLength(4);
+      expect(updatesOf(s.subscriptionId).map((r) => r.headers['idempotency-key'])).toEqual([`plan-migration:${body.id}:${s.subscriptionId}:update`]);
+      expect(s.provider().items.data[0].price.id).toBe('pro_month_3');
+      expect(await versionOf(s.subscriptionId)).toBe(3);
+      expect(await migrated(s.org.id)).toEqual([{ after: expect.objectContaining({ plan_version: 3, price: { from: 'pro_month_2', to: 'pro_month_3' } }) }]);
+    }
+    expect(fake.busiestSecond()).toBeLessThanOrEqual(MAX_RPS);
+  });
+});
