@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { errorBody } from './licensing-fixtures';
 import { FakeProvider } from './support/fake-provider';
 import { newNotifySecret, NotificationReceiver, startReceiver } from './support/notification-receiver';
 import { SPEC_PLAN_EXAMPLE } from './support/plan-examples';
@@ -193,5 +194,11 @@ describe('plan versions: grandfathering', () => {
     expect(down.body.subscription.pending_change).toMatchObject({ tier: 'pro' });
     const phases = fake.requests.filter((r) => r.method === 'POST' && r.path.startsWith('/v1/subscription_schedules/')).at(-1)!.body.phases as { items: { price: string }[] }[];
     expect(phases.map((p) => p.items[0].price)).toEqual(['team_month', 'pro_month_2']);
+
+    // A change to an interval the subscription's version has no price for: a clear 400, nothing changed.
+    fake.requests.length = 0;
+    const noYear = await t.http().post('/api/billing/subscription/change').set(oldOnOldPrice.owner.auth).send({ organisation_id: oldOnOldPrice.org.id, interval: 'year' }).expect(400);
+    expect(noYear.body).toEqual(errorBody(400, 'price_not_found'));
+    expect(fake.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v1/prices/pro_month']);
   });
 });
