@@ -322,8 +322,8 @@ async function grow(url, rows) {
 }
 
 /** Every ai_tokens unit counted so far (the usage steps report 1 each). */
-async function tokensCounted(admin) {
-  const { rows } = await admin.query(`SELECT COALESCE(sum(used), 0)::bigint AS n FROM usage_counters WHERE metric = 'ai_tokens'`);
+async function tokensCounted(admin, metric = 'ai_tokens') {
+  const { rows } = await admin.query(`SELECT COALESCE(sum(used), 0)::bigint AS n FROM usage_counters WHERE metric = $1`, [metric]);
   return Number(rows[0].n);
 }
 
@@ -488,6 +488,13 @@ function scenarios(base, { token, orgIds, webhookOrgs }) {
       eventsPerRequest: BATCH_EVENTS,
       opts: { url: base, connections: BATCH_CONNECTIONS, requests: [{ setupRequest: usageBatchRequest(orgIds) }] },
     },
+    // The same batches on the credits metric: past the included amount, every event draws on its organisation's grants.
+    {
+      name: USAGE_CREDITS_BATCH,
+      eventsPerRequest: BATCH_EVENTS,
+      metric: CREDIT_METRIC,
+      opts: { url: base, connections: BATCH_CONNECTIONS, requests: [{ setupRequest: usageBatchRequest(orgIds, CREDIT_METRIC) }] },
+    },
     {
       name: 'POST /api/licensing/usage',
       opts: usageReports(base, () => orgIds[usageSeq++ % orgIds.length]),
@@ -565,13 +572,14 @@ const BATCH_EVENTS = 500;
 const BATCH_ORGS = 200;
 const BATCH_CONNECTIONS = 8;
 const USAGE_BATCH = `POST /api/licensing/usage/batch (${BATCH_EVENTS} events over ${BATCH_ORGS} organisations, ${BATCH_CONNECTIONS} connections)`;
+const USAGE_CREDITS_BATCH = `POST /api/licensing/usage/batch (a credits metric, ${BATCH_EVENTS} events over ${BATCH_ORGS} organisations)`;
 
 /** Bodies made once (building 500 events per request would measure this process): each batch starts elsewhere. */
-function usageBatchRequest(orgIds) {
+function usageBatchRequest(orgIds, metric = 'ai_tokens') {
   const orgs = orgIds.slice(0, BATCH_ORGS);
   const bodies = Array.from({ length: 8 }, (_, b) =>
     JSON.stringify({
-      events: Array.from({ length: BATCH_EVENTS }, (_, i) => ({ organisation_id: orgs[(b * 25 + i) % orgs.length], metric: 'ai_tokens', amount: 1 })),
+      events: Array.from({ length: BATCH_EVENTS }, (_, i) => ({ organisation_id: orgs[(b * 25 + i) % orgs.length], metric, amount: 1 })),
     }),
   );
   let n = 0;
@@ -602,8 +610,16 @@ const TARGETS = [
   { endpoint: RESERVE_COMMIT, ratio: 0.4, perPair: true },
 ];
 
-/** Issue #29's bulk target, and the batch step beside the single-report step of the same run. */
-function printBatchFigures(rows) {
+/**
+ * Issue #29's bulk target, and the batch step beside the single-report step of the same run; issue #40's: a batch
+ * of credits reports keeps at least 2 events per baseline request.
+ */
+function printBatchFigures(rows, baseline) {
+  const credits = rows.find((r) => r.name === USAGE_CREDITS_BATCH);
+  if (credits) {
+    const perBaseline = (credits.r.requests.average * BATCH_EVENTS) / baseline;
+    console.log(`${USAGE_CREDITS_BATCH}: ${Math.round(credits.r.requests.average * BATCH_EVENTS)} events/s, ${perBaseline.toFixed(1)} events per baseline request (target ≥ 2) ${perBaseline >= 2 ? 'met' : 'MISSED'}`);
+  }
   const batch = rows.find((r) => r.name === USAGE_BATCH);
   if (!batch) return;
   const events = batch.r.requests.average * BATCH_EVENTS;
@@ -688,9 +704,9 @@ async function main() {
     const rows = [];
     const selected = scenarios(base, seeded).filter((s, i) => i === 0 || !ONLY || s.name.includes(ONLY));
     const outcomes = [];
-    for (const { name, opts, eventsPerRequest } of selected) {
+    for (const { name, opts, eventsPerRequest, metric } of selected) {
       const ledgerBefore = await ledgerCounts(admin);
-      const tokensBefore = await tokensCounted(admin);
+      const tokensBefore = await tokensCounted(admin, metric);
       const warm = await run(opts, WARMUP_S);
       const { r, cpuPerRequest, dbCpuPerRequest, benchCpuPerRequest, backends } = await measure(opts, server, admin, db);
       rows.push({ name, r, cpuPerRequest, dbCpuPerRequest, benchCpuPerRequest });
@@ -702,7 +718,7 @@ async function main() {
       if (name === USAGE_HOT) outcomes.push(`${name}: its database connections on average: ${backendsLine(backends)}`);
       if (eventsPerRequest) {
         // Every event answered must be counted (a batch answers 200 even when events in it fail).
-        const counted = (await tokensCounted(admin)) - tokensBefore;
+        const counted = (await tokensCounted(admin, metric)) - tokensBefore;
         const answered = (warm['2xx'] + r['2xx']) * eventsPerRequest;
         outcomes.push(`${name}: ${counted} events counted for ${answered} answered (warm-up included)${counted < answered ? ' — EVENTS FAILED' : ''}`);
         if (counted < answered) failed = true;
@@ -744,7 +760,7 @@ async function main() {
     );
     console.log(`server peak RSS: ${peakRssMiB(server.pid).toFixed(0)} MiB`);
     printTargets(rows, baseline, rows[0].r.latency.p99);
-    printBatchFigures(rows);
+    printBatchFigures(rows, baseline);
     // What the events did (warm-up included; a step whose events were mostly `failed` measures nothing real),
     // and what the database connections did meanwhile.
     for (const line of outcomes) console.log(line.startsWith('POST /api/webhooks') ? `ledger ${line}` : line);

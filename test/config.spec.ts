@@ -22,6 +22,8 @@ describe('loadConfig', () => {
     expect(config.gracePeriodDays).toBe(7);
     expect(config.providerMeters).toEqual({});
     expect(config.meterFlushS).toBe(60);
+    expect(config.usageAlertThresholds).toEqual([80, 100]);
+    expect(config.creditsLowThresholdPct).toBe(10);
     expect(Object.keys(config.tiers)).toEqual(['free', 'pro', 'team', 'enterprise']);
   });
 
@@ -89,6 +91,8 @@ describe('loadConfig', () => {
       PROVIDER_SYNC_MAX_RPS: '10',
       NOTIFY_URLS: 'https://app.example.com/hooks',
       NOTIFY_SECRET: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
+      USAGE_ALERT_THRESHOLDS: '150, 50,90',
+      CREDITS_LOW_THRESHOLD_PCT: '25',
       AUTH_JWT_JWKS_URL: 'https://app.example.com/jwks',
       AUTH_JWT_ISSUER: 'iss',
       AUTH_JWT_AUDIENCE: 'aud',
@@ -137,6 +141,8 @@ describe('loadConfig', () => {
         providerSyncMaxRps: 10,
         notifyUrls: ['https://app.example.com/hooks'],
         notifySecret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
+        usageAlertThresholds: [50, 90, 150],
+        creditsLowThresholdPct: 25,
         authJwt: { jwksUrl: new URL('https://app.example.com/jwks'), issuer: 'iss', audience: 'aud' },
       }),
     );
@@ -157,6 +163,14 @@ describe('loadConfig', () => {
     ['PAYPROVIDER_METER_AI_TOKENS', 'ai tokens'],
     ['PAYPROVIDER_METER_USERS', 'users'],
     ['PAYPROVIDER_METER_TOKENS', 'ai_tokens'],
+    ['USAGE_ALERT_THRESHOLDS', '80,0'],
+    ['USAGE_ALERT_THRESHOLDS', '1001'],
+    ['USAGE_ALERT_THRESHOLDS', '80,80'],
+    ['USAGE_ALERT_THRESHOLDS', '80.5'],
+    ['USAGE_ALERT_THRESHOLDS', '-5'],
+    ['USAGE_ALERT_THRESHOLDS', 'eighty'],
+    ['CREDITS_LOW_THRESHOLD_PCT', '101'],
+    ['CREDITS_LOW_THRESHOLD_PCT', '5%'],
   ])('stops on a bad %s with a message naming it', (name, value) => {
     expect(() => loadConfig({ ...base(), [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ ...base(), [name]: value })).toThrow(name);

@@ -1,5 +1,9 @@
 import { CreditJobs } from '../src/credits/credit-jobs';
 import { CREDITS_TABLE, creditsTiersFile, ledgerMismatches } from './support/credits';
+import { createTestDatabase, TestDatabase } from './support/databases';
+import { FakeProvider } from './support/fake-provider';
+import { SPEC_PLAN_EXAMPLE } from './support/plan-examples';
+import { startSubscriptionApp, startSubscriptionDouble, subscribed } from './support/subscribed';
 import { createOrganisation, startTestApp, TestApp } from './support/test-app';
 
 const KEY = 'svc-key-credits-rollover';
@@ -102,5 +106,66 @@ describe('credits: rollover', () => {
     await a.app.get(CreditJobs).minutely();
     await a.app.get(CreditJobs).minutely();
     expect((await rollovers(org)).map((g) => [g.metric, g.amount])).toEqual([['ai_tokens', 10]]);
+  });
+});
+
+/** pro's ai_tokens as credits: `limit` included a period, up to `max` of it rolled over. */
+const proRollingOver = (limit: number, max: number) => ({
+  tiers: { ...SPEC_PLAN_EXAMPLE, pro: { ...SPEC_PLAN_EXAMPLE.pro, ai_tokens: { limit, overage: 'credits', rollover: { max } } } },
+});
+
+/**
+ * Rollover on plan versions (spec §16.1, §17): a subscription grandfathered on an older version of its tier rolls
+ * over what its version says (its included amount and its `max`), not what the newest version says
+ * (credits.roll_over reads the subscription's version, migration 1764002420000-RolloverOnPlanVersion).
+ */
+describe('credits: rollover on a grandfathered plan version', () => {
+  let fake: FakeProvider;
+  let database: TestDatabase;
+  let t: TestApp;
+  const start = (table: object) =>
+    startSubscriptionApp(fake, { databaseUrl: database.url, env: { TIERS_FILE: creditsTiersFile(table), SERVICE_API_KEYS: KEY } });
+
+  beforeAll(async () => {
+    fake = await startSubscriptionDouble();
+    database = await createTestDatabase();
+    // Version 1 of pro: 1000 included, up to 50 rolled over.
+    t = await start(proRollingOver(1000, 50));
+  });
+  afterAll(async () => {
+    await t.close();
+    await fake.close();
+    await database.drop();
+  });
+
+  it('the old subscriber rolls over by its version (1000 included, at most 50), a new one by the newest (2000, at most 500)', async () => {
+    const old = await subscribed(t, fake, { price: 'pro_month' });
+    await t.close();
+    // Version 2 of pro: 2000 included, up to 500 rolled over.
+    t = await start(proRollingOver(2000, 500));
+    const fresh = await subscribed(t, fake, { price: 'pro_month' });
+    const versions = await t.db.query(
+      `SELECT organisation_id, plan_version FROM provider_subscriptions WHERE organisation_id = ANY($1) ORDER BY plan_version`,
+      [[old.org.id, fresh.org.id]],
+    );
+    expect(versions).toEqual([
+      { organisation_id: old.org.id, plan_version: 1 },
+      { organisation_id: fresh.org.id, plan_version: 2 },
+    ]);
+
+    // Both used 900 in the period before their current one.
+    for (const s of [old, fresh]) {
+      await t.db.query(`INSERT INTO usage_counters (organisation_id, metric, period_start, used) VALUES ($1, 'ai_tokens', $2, 900)`, [s.org.id, s.periodStart - 30 * 86_400]);
+    }
+    const jobs = t.app.get(CreditJobs);
+    expect(await jobs.rollOver(old.org.id)).toBe(1);
+    expect(await jobs.rollOver(fresh.org.id)).toBe(1);
+    const rolled = async (org: string) =>
+      (await t.db.query(`SELECT amount, reference FROM credit_grants WHERE organisation_id = $1 AND source = 'rollover'`, [org])) as { amount: number; reference: string }[];
+    expect(await rolled(old.org.id)).toEqual([{ amount: 50, reference: `rollover:ai_tokens:${old.periodStart}` }]);
+    expect(await rolled(fresh.org.id)).toEqual([{ amount: 500, reference: `rollover:ai_tokens:${fresh.periodStart}` }]);
+    // And the old subscriber's included amount is its version's.
+    const { body } = await t.http().get('/api/licensing/credits').query({ organisation_id: old.org.id }).set('X-Service-Key', KEY).expect(200);
+    expect(body.data[0]).toMatchObject({ included: { limit: 1000 }, balance: 50 });
   });
 });

@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { errorBody } from './licensing-fixtures';
 import { FakeProvider } from './support/fake-provider';
 import { newNotifySecret, NotificationReceiver, startReceiver } from './support/notification-receiver';
 import { SPEC_PLAN_EXAMPLE } from './support/plan-examples';
@@ -64,6 +65,7 @@ describe('plan versions: grandfathering', () => {
     receiver = await startReceiver(secret);
     fake = await startSubscriptionDouble();
     fake.addPrice('pro_month_2', { currency: 'usd', unit_amount: 2500, recurring: { interval: 'month', interval_count: 1, meter: null, usage_type: 'licensed' } });
+    fake.addPrice('team_month_2', { currency: 'usd', unit_amount: 1200, recurring: { interval: 'month', interval_count: 1, meter: null, usage_type: 'licensed' } });
     database = await createTestDatabase();
     t = await start(SPEC_PLAN_EXAMPLE);
     old = await subscribed(t, fake, { price: 'pro_month' });
@@ -161,5 +163,42 @@ describe('plan versions: grandfathering', () => {
       await t.db.query(`SELECT tier, tier_source, plan_version, cancel_at_period_end FROM provider_subscriptions WHERE subscription_id = $1`, [oldOnOldPrice.subscriptionId]),
     ).toEqual([{ tier: 'pro', tier_source: 'configured_price', plan_version: 1, cancel_at_period_end: true }]);
     expect((await entitlements(oldOnOldPrice.org.id)).limits.projects.limit).toBe(25);
+  });
+
+  it('a change of seats keeps the version’s own price at the provider, in the preview and the change; a change of tier gets the newest price', async () => {
+    const team = await subscribed(t, fake, { price: 'team_month', seats: 2 });
+    expect(await subscription(team.owner, team.org.id)).toMatchObject({ tier: 'team', plan_version: 2 });
+    await t.close();
+    t = await start(RAISED, { PAYPROVIDER_PRICE_PRO: 'pro_month_2', PAYPROVIDER_PRICE_TEAM: 'team_month_2,team_year' });
+    expect(await t.db.query(`SELECT version, definition -> 'prices' AS prices FROM plan_versions WHERE tier = 'team' AND version >= 2 ORDER BY version`)).toEqual([
+      { version: 2, prices: ['team_month', 'team_year'] },
+      { version: 3, prices: ['team_month_2', 'team_year'] },
+    ]);
+    const itemId = team.provider().items.data[0].id;
+    const post = (route: string, body: Record<string, unknown>) => t.http().post(`/api/billing/subscription/${route}`).set(team.owner.auth).send(body);
+
+    fake.requests.length = 0;
+    const preview = await post('preview', { organisation_id: team.org.id, seats: 3 }).expect(200);
+    const previewed = fake.requests.find((r) => r.path === '/v1/invoices/create_preview')!;
+    expect(previewed.body.subscription_details).toMatchObject({ items: [{ id: itemId, price: 'team_month', quantity: '3' }] });
+    fake.requests.length = 0;
+    const changed = await post('change', { organisation_id: team.org.id, seats: 3, proration_date: preview.body.proration_date }).expect(200);
+    expect(changed.body.subscription).toMatchObject({ tier: 'team', seats: 3, plan_version: 2 });
+    const update = fake.requests.find((r) => r.method === 'POST' && r.path === `/v1/subscriptions/${team.subscriptionId}`)!;
+    expect(update.body.items).toEqual([{ id: itemId, price: 'team_month', quantity: '3' }]);
+    expect(team.provider().items.data[0].price.id).toBe('team_month');
+
+    // To another tier (pro, at the period's end): the newest version's price.
+    fake.requests.length = 0;
+    const down = await post('change', { organisation_id: team.org.id, tier: 'pro' }).expect(200);
+    expect(down.body.subscription.pending_change).toMatchObject({ tier: 'pro' });
+    const phases = fake.requests.filter((r) => r.method === 'POST' && r.path.startsWith('/v1/subscription_schedules/')).at(-1)!.body.phases as { items: { price: string }[] }[];
+    expect(phases.map((p) => p.items[0].price)).toEqual(['team_month', 'pro_month_2']);
+
+    // A change to an interval the subscription's version has no price for: a clear 400, nothing changed.
+    fake.requests.length = 0;
+    const noYear = await t.http().post('/api/billing/subscription/change').set(oldOnOldPrice.owner.auth).send({ organisation_id: oldOnOldPrice.org.id, interval: 'year' }).expect(400);
+    expect(noYear.body).toEqual(errorBody(400, 'price_not_found'));
+    expect(fake.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v1/prices/pro_month']);
   });
 });

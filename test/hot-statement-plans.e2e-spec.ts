@@ -13,6 +13,8 @@ interface Statement {
 /** Every statement the app sends to PostgreSQL while `work` runs (its text and values, as pg sends them). */
 async function statementsOf(work: () => Promise<unknown>): Promise<Statement[]> {
   // The app's connections are node-postgres's own clients: every statement goes through pg.Client's query().
+  // The job queue's worker (graphile-worker, in every instance) polls meanwhile on clients of its own: its
+  // statements are the library's, not the request's, and are left out.
   const capture = jest.spyOn(pg.Client.prototype, 'query');
   let calls: [{ text?: unknown; values?: unknown[] }][];
   try {
@@ -23,7 +25,8 @@ async function statementsOf(work: () => Promise<unknown>): Promise<Statement[]> 
   }
   return calls
     .map(([query]) => ({ text: query?.text, values: query?.values ?? [] }))
-    .filter((s): s is Statement => typeof s.text === 'string' && !/^\s*(START TRANSACTION|BEGIN|COMMIT|ROLLBACK|SHOW)\b/i.test(s.text));
+    .filter((s): s is Statement => typeof s.text === 'string' && !/^\s*(START TRANSACTION|BEGIN|COMMIT|ROLLBACK|SHOW)\b/i.test(s.text))
+    .filter((s) => !s.text.includes('"graphile_worker".'));
 }
 
 /** A value as an SQL literal of the text pg would send for it. */

@@ -7,6 +7,7 @@ const sub = (over: Partial<SubscriptionState> = {}): SubscriptionState => ({
   id: 'sub_1',
   customerId: 'cus_1',
   itemId: 'si_1',
+  currency: 'eur',
   tier: 'pro',
   interval: 'month',
   quantity: 1,

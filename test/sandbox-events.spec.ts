@@ -92,7 +92,7 @@ describe("sandbox objects have the provider's shape", () => {
   const state: SubscriptionState = {
     id: 'sub_1', customerId: 'cus_1', itemId: 'si_1', ...plan, status: 'trialing', metadata: { organisation_id: 'o' },
     created: 1, periodStart: 1, periodEnd: 2, canceledAt: null, trialStart: 1, trialEnd: 2, cancelAtPeriodEnd: true,
-    defaultPaymentMethod: null, missingPaymentMethod: 'cancel', scheduleId: 'sub_sched_1',
+    defaultPaymentMethod: null, missingPaymentMethod: 'cancel', scheduleId: 'sub_sched_1', currency: 'eur',
   };
 
   /** The key paths of `ours` that `theirs` lacks (arrays: compared with their first element). */

@@ -10,7 +10,7 @@ import { HistoryPage, HistoryQuery } from './history.dto';
 import { HistoryService } from './history.service';
 import { PortalQuery, PortalSessionResponse } from './portal.dto';
 import { PortalService } from './portal.service';
-import { PlanList } from './plans.dto';
+import { PlanList, PlansQuery } from './plans.dto';
 import { PlansService } from './plans.service';
 import { CheckoutSessionResult } from './checkout-session.dto';
 import { CheckoutReportService, SESSION_ID } from './checkout-report.service';
@@ -32,11 +32,12 @@ export class BillingController {
   @ApiOperation({
     summary: 'The plans a pricing page shows (public)',
     description:
-      "Every tier of the tier table in its order, free first: features, limits, trial days, and the prices the provider confirmed (read in the background; a price it does not know or that is inactive is left out).",
+      "Every tier of the tier table in its order, free first: features, limits, trial days, and the prices the provider confirmed (read in the background; a price it does not know or that is inactive is left out). With `currency`, each price's amount in that currency, from the provider's currency options of the price.",
   })
   @ApiOkResponse({ type: PlanList })
-  listPlans(): PlanList {
-    return this.plans.list();
+  @ApiErrors(400)
+  listPlans(@Query() query: PlansQuery): PlanList {
+    return this.plans.list(query.currency);
   }
 
   @Get('session')

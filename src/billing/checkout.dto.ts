@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
 import { INTERVALS, MAX_SEATS } from '../subscriptions/subscription.dto';
+import { CurrencyCode } from './currency';
 
 export class CreateCheckoutDto {
   @ApiProperty({ format: 'uuid', example: '2f1c6a4e-8f7e-4c52-9f57-0a3f8f1d2c11' })
@@ -28,6 +29,9 @@ export class CreateCheckoutDto {
   @Min(1)
   @Max(MAX_SEATS)
   seats?: number;
+
+  @CurrencyCode("The session's currency: one of the price's currency options (GET /api/billing/plans?currency= shows the amounts; 400 currency_unavailable otherwise); default: the price's own currency.")
+  currency?: string;
 
   @ApiPropertyOptional({
     example: 'http://localhost:3000/billing/success?session_id={CHECKOUT_SESSION_ID}',

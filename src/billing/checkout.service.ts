@@ -56,6 +56,7 @@ export class CheckoutService {
     );
     const cancelUrl = requireReturnUrl('cancel_url', dto.cancel_url ?? `${app.origin}/billing/cancel`, app);
     const priceId = this.priceOf(tier, dto.interval);
+    if (dto.currency) this.requireCurrency(priceId ?? this.provider.tierPriceIds(tier)[0], dto.currency);
     const live = await this.subscriptions.billingSubscriptionOf(this.db.manager, dto.organisation_id);
     if (live) {
       throw new AppException(
@@ -76,6 +77,7 @@ export class CheckoutService {
       trialWithoutPaymentMethod: plan.trialDays > 0 && !checkout.trialRequiresPaymentMethod,
       allowPromotionCodes: checkout.allowPromotionCodes,
       automaticTax: checkout.automaticTax,
+      currency: dto.currency,
     };
     const { claim, recorded } = await this.claim(dto.organisation_id);
     try {
@@ -90,6 +92,9 @@ export class CheckoutService {
       return { session: { session_id: session.id, url: session.url, trial_days: plan.trialDays }, created: true };
     } catch (err) {
       await this.openCheckouts.release(dto.organisation_id, claim).catch(() => undefined);
+      if (err instanceof PaymentProviderError && err.kind === 'rejected' && err.param === 'currency') {
+        throw new AppException('currency_unavailable', `The price is not sold in ${dto.currency!.toUpperCase()} (the payment provider says: ${err.message})`);
+      }
       throw providerFailure(err);
     }
   }
@@ -113,6 +118,16 @@ export class CheckoutService {
   }
 
   /**
+   * A currency the sold price has no option of is refused before the provider is asked. A price the catalog
+   * never read (the provider was unreachable since the start) is left to the provider, whose refusal names
+   * `currency`.
+   */
+  private requireCurrency(priceId: string | undefined, currency: string): void {
+    if (priceId === undefined || this.catalog.sellsIn(priceId, currency) !== false) return;
+    throw new AppException('currency_unavailable', `The price ${priceId} is not sold in ${currency.toUpperCase()}: the payment provider has no currency option of it.`);
+  }
+
+  /**
    * What the checkout sells: the seats of a per-seat tier (default the member count, at least 1; fewer than the
    * members → 409) and the trial, given when the tier has one and the organisation never had a subscription.
    */
@@ -127,7 +142,7 @@ export class CheckoutService {
       }
     }
     const trialDays = tier.trialDays > 0 && !(await this.subscriptions.everHad(this.db.manager, dto.organisation_id)) ? tier.trialDays : 0;
-    return { tier: dto.tier, priceId: priceId ?? null, seats, trialDays };
+    return { tier: dto.tier, priceId: priceId ?? null, seats, trialDays, currency: dto.currency ?? null };
   }
 
   /**
@@ -153,7 +168,11 @@ export class CheckoutService {
    */
   private async stillPayable(recorded: RecordedSession, plan: CheckoutPlan): Promise<boolean> {
     const samePlan =
-      recorded.tier === plan.tier && recorded.priceId === plan.priceId && recorded.seats === plan.seats && recorded.trialDays === plan.trialDays;
+      recorded.tier === plan.tier &&
+      recorded.priceId === plan.priceId &&
+      recorded.seats === plan.seats &&
+      recorded.trialDays === plan.trialDays &&
+      recorded.currency === plan.currency;
     if (!samePlan) {
       const expired = await this.provider.expireCheckoutSession(recorded.sessionId).then(
         () => true,

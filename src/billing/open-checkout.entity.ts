@@ -35,6 +35,10 @@ export class OpenCheckout {
   @Column('integer', { name: 'trial_days', default: 0 })
   trialDays: number;
 
+  /** The currency the session was asked in (lower case); null: the price's own. */
+  @Column('text', { nullable: true })
+  currency: string | null;
+
   @Column('uuid', { nullable: true })
   claim: string | null;
 

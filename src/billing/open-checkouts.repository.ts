@@ -12,6 +12,8 @@ export interface CheckoutPlan {
   seats: number | null;
   /** Days of trial the session gives (0: none). */
   trialDays: number;
+  /** The currency asked for (lower case); null: the price's own. */
+  currency: string | null;
 }
 
 export interface RecordedSession extends CheckoutPlan {
@@ -29,7 +31,7 @@ const CLAIM_SQL = `
   INSERT INTO open_checkouts AS o (organisation_id, claim, claimed_at) VALUES ($1, $2, now())
   ON CONFLICT (organisation_id) DO UPDATE SET claim = EXCLUDED.claim, claimed_at = now()
     WHERE o.claim IS NULL OR o.claimed_at < now() - interval '${LEASE}'
-  RETURNING o.session_id AS "sessionId", o.url, o.tier, o.price_id AS "priceId", o.seats, o.trial_days AS "trialDays"`;
+  RETURNING o.session_id AS "sessionId", o.url, o.tier, o.price_id AS "priceId", o.seats, o.trial_days AS "trialDays", o.currency`;
 
 /**
  * Every query of the open_checkouts table (one row per organisation; see open-checkout.entity.ts): the only
@@ -67,6 +69,7 @@ export class OpenCheckoutsRepository {
           priceId: session.priceId,
           seats: session.seats,
           trialDays: session.trialDays,
+          currency: session.currency,
           claim: null,
           claimedAt: null,
         },

@@ -1,5 +1,11 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { PackPrice, PlanPrice } from '../provider/price-catalog';
+import { CurrencyCode } from './currency';
+
+export class PlansQuery {
+  @CurrencyCode("Every price's amount in this currency, from the provider's currency options of the price (400 currency_unavailable when a price has none); default: each price's own currency.")
+  currency?: string;
+}
 
 export class PlanPriceDto implements PlanPrice {
   @ApiProperty({ example: 'price_1PgafmB7WZ01zgkW6dKueIc5', description: 'The provider price id' }) id: string;

@@ -17,6 +17,16 @@ export interface CliCommand {
 
 export class CliUsageError extends Error {}
 
+/** A command that ran to its end with an outcome to report as a failure: `output` on stdout, the message on stderr, exit 1. */
+export class CliFailure extends Error {
+  constructor(
+    message: string,
+    readonly output: object,
+  ) {
+    super(message);
+  }
+}
+
 /** The operator running a changing command, for the audit log: `cli:<os user>` (no request id). */
 export function cliActor(): AuditActor {
   return { actor: `cli:${userInfo().username}`, requestId: null };

@@ -2,7 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { AppConfig, loadConfig } from '../config/app-config';
 import { withMachineWebhookSecret } from '../config/webhook-secret';
 import { openDatabase, reach } from '../database/embedded-postgres';
-import { CliCommand, CliUsageError, parseArgv } from './cli-command';
+import { CliCommand, CliFailure, CliUsageError, parseArgv } from './cli-command';
 import { consoleCommands } from './console.commands';
 import { creditCommands } from './credits.commands';
 import { eventCommands } from './events.commands';
@@ -45,7 +45,7 @@ export interface CliRun {
 }
 
 /**
- * One command line, start to end: the exit code, exactly one JSON object on stdout when it is 0, an error on
+ * One command line, start to end: the exit code, exactly one JSON object on stdout when it is 0 (and for a CliFailure), an error on
  * stderr otherwise (2: a usage error). main.ts runs it for the real CLI; tests run it in-process.
  */
 export async function runCommandLine(argv: string[], run: CliRun): Promise<number> {
@@ -70,6 +70,7 @@ export async function runCommandLine(argv: string[], run: CliRun): Promise<numbe
     }
     return 0;
   } catch (err) {
+    if (err instanceof CliFailure) run.stdout(`${JSON.stringify(err.output)}\n`);
     run.stderr(`error: ${err instanceof Error ? err.message : String(err)}\n`);
     return err instanceof CliUsageError ? 2 : 1;
   }

@@ -1,4 +1,5 @@
 import { AuditService } from '../audit/audit.service';
+import { CreditJobs } from '../credits/credit-jobs';
 import { UUID } from '../identity/identity.service';
 import { SandboxDelivery } from '../sandbox/sandbox-delivery';
 import { SandboxSubscriptions } from '../sandbox/sandbox-subscriptions';
@@ -14,7 +15,9 @@ const iso = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString();
  * subscription forward and delivers what happened meanwhile (renewals, a trial's end, scheduled changes,
  * cancellations), as signed events, in order, to the running service, found as webhook:trigger finds it.
  * Audited as the operator, in the transaction of the move. `--days 0` moves nothing and delivers what a failed
- * run left pending.
+ * run left pending. Then the organisation's credits catch up with the clock (spec §16.6): the rollovers of the
+ * period it is in, grants started by then in effect, grants expired by then written off (CreditJobs.bringToClock;
+ * docs/decisions.md).
  */
 export const sandboxCommands: Record<string, CliCommand> = {
   'sandbox:advance': {
@@ -52,7 +55,9 @@ export const sandboxCommands: Record<string, CliCommand> = {
         // The clock has moved; what was not delivered stays pending, in order, for `--days 0` (or provider:sync).
         throw new Error(`the clock moved, but not every event was delivered: ${outcome.error}; ${JSON.stringify(summary)}; run with --days 0 to deliver the rest`);
       }
-      return summary;
+      // After the events: the service knows the period the clock is in.
+      const credits = await app!.get(CreditJobs).bringToClock(org, new Date(moved.result.to * 1000));
+      return { ...summary, credits };
     },
   },
 };

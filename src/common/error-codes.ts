@@ -29,6 +29,7 @@ export const ERROR_CODES = {
   invalid_credit_metric: [400, 'The metric is not one counted per billing period (ai_tokens, or a further metric declared per_period): credits are for those only.'],
   negative_amount: [400, 'A metric counted per billing period (ai_tokens, or one declared per_period) can only grow.'],
   no_change: [400, 'The change names the plan the subscription already has (the same tier, interval and seats).'],
+  currency_unavailable: [400, "A price of the plan list or of the checkout has no currency option of that currency at the payment provider (its currency_options)."],
   price_not_found: [400, 'The tier has no price with that interval (PAYPROVIDER_PRICE_<TIER>, as the provider confirmed it).'],
   invalid_proration_date: [400, "The change's proration_date is not within the subscription's current period (a preview's from an earlier period): preview again (the message is the provider's)."],
   tax_location_invalid: [400, "The payment provider cannot tell the customer's tax location (automatic tax): the customer's address needs fixing (the message is the provider's)."],
@@ -68,6 +69,7 @@ export const ERROR_CODES = {
   audit_entry_not_found: [404, "No audit entry with that id (the console's audit entry page)."],
   reservation_not_found: [404, 'No reservation with that id.'],
   grant_not_found: [404, 'The organisation has no credit grant with that id.'],
+  plan_migration_not_found: [404, 'No plan migration with that id.'],
   notification_not_found: [404, 'No outbound notification with that webhook-id (notifications:retry).'],
   request_timeout: [408, 'The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.'],
   // 409: conflicts with what is stored.
@@ -82,6 +84,7 @@ export const ERROR_CODES = {
   subscription_exists: [409, 'The organisation already has a live subscription: change the plan in the billing portal.'],
   seats_below_members: [409, 'Fewer seats (or a tier allowing fewer users) than the organisation has members: remove members first.'],
   pending_change_limit: [409, "A change pending at the payment provider (fewer seats, or a tier allowing fewer users, from the period's end) leaves no room for another member: release it or change to more seats first."],
+  migration_running: [409, "A migration of the tier's subscriptions is running: wait for it to end (GET /api/admin/plans/migrations/{id})."],
   change_in_progress: [409, "Another change of the organisation's subscription is being made at this moment, or the last one's outcome at the payment provider is not known yet; retry after Retry-After seconds."],
   payload_too_large: [413, 'The body is larger than 1 MiB.'],
   unsupported_media_type: [415, 'A body on an /api route that is not JSON (Content-Type: application/json), e.g. a form post; or a JSON charset other than UTF-8.'],

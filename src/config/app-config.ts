@@ -99,6 +99,10 @@ export class AppConfig {
   readonly providerSyncMaxRps: number;
   /** Where license and capacity changes are POSTed (NOTIFY_URLS, spec §10); empty: none are sent. */
   readonly notifyUrls: string[];
+  /** USAGE_ALERT_THRESHOLDS, ascending: the percentages of an included limit that send `usage.threshold` (spec §16.4). */
+  readonly usageAlertThresholds: number[];
+  /** CREDITS_LOW_THRESHOLD_PCT: `credits.low` below this percentage of the included limit, where no automatic top-up sets the threshold. */
+  readonly creditsLowThresholdPct: number;
   /** NOTIFY_SECRET (`whsec_<base64>`), which signs them; set whenever notifyUrls is not empty. Never logged. */
   readonly notifySecret?: string;
   /** The web app's own access tokens (AUTH_JWT_*, spec §3) are accepted beside sessions; unset: sessions only. */
@@ -183,6 +187,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     providerSyncMaxRps: dto.PROVIDER_SYNC_MAX_RPS,
     notifyUrls: dto.NOTIFY_URLS.map((url) => new URL(url).toString()),
     notifySecret: dto.NOTIFY_SECRET,
+    usageAlertThresholds: dto.USAGE_ALERT_THRESHOLDS.map(Number).sort((x, y) => x - y),
+    creditsLowThresholdPct: dto.CREDITS_LOW_THRESHOLD_PCT,
     authJwt: dto.AUTH_JWT_JWKS_URL
       ? { jwksUrl: new URL(dto.AUTH_JWT_JWKS_URL), issuer: dto.AUTH_JWT_ISSUER, audience: dto.AUTH_JWT_AUDIENCE }
       : undefined,

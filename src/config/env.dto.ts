@@ -187,6 +187,20 @@ export class EnvDto {
   @List()
   NOTIFY_URLS: string[] = [];
 
+  // Spend alerts (spec §16.4): the percentages of a metric's included limit that send usage.threshold, once
+  // each per period (above 100: past the limit, a credits or bill metric), and the percentage under which a
+  // credits metric's available amount sends credits.low where no automatic top-up sets the threshold (0: only there).
+  @Rule('USAGE_ALERT_THRESHOLDS lists the same percentage twice', (v: string[]) => new Set(v.map(Number)).size === v.length)
+  @Rule(
+    (a) => `USAGE_ALERT_THRESHOLDS must be comma-separated whole percentages from 1 to 1000, got "${(a.value as string[]).find((t) => !isAlertThreshold(t))}"`,
+    (v: string[]) => v.every(isAlertThreshold),
+  )
+  @List()
+  USAGE_ALERT_THRESHOLDS: string[] = ['80', '100'];
+
+  @Int(0, 100)
+  CREDITS_LOW_THRESHOLD_PCT: number = 10;
+
   // A Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes.
   @Rule('NOTIFY_SECRET is required when NOTIFY_URLS is set (it signs the notifications)', (v, env) => v !== undefined || env.NOTIFY_URLS.length === 0)
   @Rule(
@@ -264,6 +278,10 @@ function isOidcIssuer(value: string): boolean {
 /** A domain of email addresses: labels of letters, digits and hyphens, at least two, no `@`. */
 export function isEmailDomain(value: string): boolean {
   return value.length <= 253 && /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$/i.test(value);
+}
+
+function isAlertThreshold(value: string): boolean {
+  return /^\d{1,4}$/.test(value) && Number(value) >= 1 && Number(value) <= 1000;
 }
 
 function isWhsecSecret(value: string): boolean {

@@ -53,6 +53,9 @@ ol.timeline .when { font-weight: 600; }
 form.inline { display: inline; }
 .filters { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-end; margin: 0 0 1rem; }
 .filters label { display: flex; flex-direction: column; font-size: .875rem; gap: .2rem; }
+.filters fieldset { border: 0; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
+.filters fieldset legend { font-size: .875rem; padding: 0; margin-bottom: .2rem; }
+.filters fieldset label { flex-direction: row; align-items: center; gap: .35rem; }
 input, select, textarea { font: inherit; padding: .35rem .5rem; border: 1px solid #8c959f; border-radius: 4px; max-width: 100%; }
 input[type="search"] { min-width: min(24rem, 100%); }
 button { font: inherit; padding: .35rem .9rem; border: 1px solid #8c959f; border-radius: 4px; background: #fff; cursor: pointer; }

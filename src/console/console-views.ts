@@ -28,6 +28,7 @@ export const NAV = [
   { section: 'organisations', href: '/console/organisations', label: 'Organisations' },
   { section: 'events', href: '/console/events', label: 'Webhook events' },
   { section: 'notifications', href: '/console/notifications', label: 'Notifications' },
+  { section: 'plans', href: '/console/plans', label: 'Plans' },
   { section: 'reconciliation', href: '/console/reconciliation', label: 'Reconciliation' },
   { section: 'audit', href: '/console/audit', label: 'Audit log' },
 ];

@@ -7,6 +7,8 @@ import { ConsoleAuthRepository } from './console-auth.repository';
 import { ConsoleAuthService } from './console-auth.service';
 import { ConsoleExceptionFilter } from './console-exception.filter';
 import { ConsoleOidcService } from './console-oidc.service';
+import { ConsolePlansController } from './console-plans.controller';
+import { ConsolePlansService } from './console-plans.service';
 import { ConsoleSessionGuard } from './console-session.guard';
 import { ConsoleViews } from './console-views';
 import { ConsoleController } from './console.controller';
@@ -21,8 +23,8 @@ import { SignInController } from './sign-in.controller';
  */
 @Module({
   imports: [CreditsModule, LicensingModule, NotificationsModule, WebhookModule],
-  controllers: [SignInController, ConsoleController],
-  providers: [ConsoleAuthRepository, ConsoleAuthService, ConsoleOidcService, ConsoleSessionGuard, ConsoleExceptionFilter, ConsoleViews, ConsoleRepository, ConsoleService],
+  controllers: [SignInController, ConsoleController, ConsolePlansController],
+  providers: [ConsoleAuthRepository, ConsoleAuthService, ConsoleOidcService, ConsoleSessionGuard, ConsoleExceptionFilter, ConsoleViews, ConsoleRepository, ConsoleService, ConsolePlansService],
   exports: [ConsoleAuthService],
 })
 export class ConsoleModule {}

@@ -1,3 +1,5 @@
+import { planCounts, plans } from './plans-template';
+
 /*
  * The console's Eta templates (https://eta.js.org), kept in a TypeScript module so that the build carries them
  * into dist/ with the code. `it` is the page's data, `it.h` the helpers of console-views.ts. `<%= %>` escapes.
@@ -584,4 +586,6 @@ export const TEMPLATES = {
   reconciliation,
   audit,
   auditEntry,
+  plans,
+  planCounts,
 };

@@ -1,7 +1,10 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { rolloversOf } from '../config/tiers';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { JobQueueTasks } from '../database/job-queue';
+import { transaction } from '../database/transaction';
 import { CreditsRepository } from './credits.repository';
 
 /** The most grants one minutely step writes off (the rest: the next minute). */
@@ -28,6 +31,7 @@ export class CreditJobs implements OnModuleInit {
     private readonly config: AppConfig,
     private readonly queue: JobQueueTasks,
     private readonly repository: CreditsRepository,
+    @InjectDataSource() private readonly db: DataSource,
   ) {
     this.rollovers = [...new Set(Object.values(config.tiers).flatMap((plan) => Object.keys(rolloversOf(plan))))];
   }
@@ -55,6 +59,17 @@ export class CreditJobs implements OnModuleInit {
     let made = 0;
     for (const organisationId of organisations) made += await this.repository.rollOver(organisationId, this.config.notifyUrls);
     return made;
+  }
+
+  /**
+   * sandbox:advance (spec §16.6): an organisation's credits as of its sandbox clock, `clock`, ahead of real time,
+   * once its subscription's events (renewals) have been delivered: the rollovers of the period it is in now, then
+   * its grants brought to the clock (CreditsRepository.bringToClock): started ones in effect, expired ones written off.
+   */
+  async bringToClock(organisationId: string, clock: Date): Promise<{ rolled_over: number; made_effective: number; expired: number }> {
+    const rolledOver = await this.rollOver(organisationId);
+    const { madeEffective, expired } = await transaction(this.db, (m) => this.repository.bringToClock(m, organisationId, clock));
+    return { rolled_over: rolledOver, made_effective: madeEffective, expired };
   }
 
   /** One organisation's rollover grants of its current period (each once, whoever makes it): how many were made. */

@@ -60,6 +60,8 @@ export const CREDITS_FUNCTIONS: DatabaseFunction[] = [
     inlined: false,
   },
   { name: 'credits.settle_commits', arguments: 'ids uuid[], spent bigint[], responses jsonb[], released bigint[], balances bigint[]', returns: 'integer', inlined: false },
+  // The threshold of an organisation's enabled automatic top-up of a metric, the low threshold of credits.low (migration SpendAlerts).
+  tableFunction('credits.recharge_threshold', 'org uuid, metric_name text', { threshold: 'bigint' }),
   // An organisation's rollover grants of its current period (its text: migration 1764002420000-RolloverOnPlanVersion.ts).
   { name: 'credits.roll_over', arguments: 'org uuid, tiers jsonb, grace_s bigint, urls text[]', returns: 'integer', inlined: false },
 ];

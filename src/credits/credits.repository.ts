@@ -333,6 +333,43 @@ export class CreditsRepository {
   }
 
   /**
+   * An organisation's grants brought to a clock ahead of real time (the sandbox's test clock, sandbox:advance):
+   * those whose start it has passed take effect now (a rollover grant of the period the clock is in starts at that
+   * period's start), and those whose expiry it has passed are written off as the minutely job writes off an expired
+   * grant (`remaining` 0, an `expire` entry; its reference `sandbox_clock`, the balance after all of them). In the
+   * caller's transaction; answers how many grants each step changed.
+   */
+  async bringToClock(m: EntityManager, organisationId: string, clock: Date): Promise<{ madeEffective: number; expired: number }> {
+    const [effective] = await m.query(
+      `WITH started AS (
+         UPDATE credit_grants g SET effective_at = now()
+         WHERE g.organisation_id = $1 AND g.voided_at IS NULL AND g.effective_at > now() AND g.effective_at <= $2
+         RETURNING 1)
+       SELECT count(*)::int AS n FROM started`,
+      [organisationId, clock],
+    );
+    const [row] = await m.query(
+      `WITH due AS (
+         SELECT g.id, g.metric, g.remaining FROM credit_grants g
+         WHERE g.organisation_id = $1 AND g.remaining > 0 AND g.voided_at IS NULL AND g.expires_at <= $2
+         ORDER BY g.id FOR UPDATE),
+       written AS (
+         UPDATE credit_grants g SET remaining = 0 FROM due WHERE g.id = due.id RETURNING g.id),
+       entries AS (
+         INSERT INTO credit_ledger (organisation_id, metric, kind, amount, grant_id, balance_after, reference)
+         SELECT $1, d.metric, 'expire', -d.remaining, d.id,
+                (SELECT COALESCE(sum(c.remaining), 0) FROM credits.counting_grants($1::uuid) c
+                 WHERE c.metric = d.metric AND c.id NOT IN (SELECT due.id FROM due)),
+                'sandbox_clock'
+         FROM due d ORDER BY d.metric, d.id
+         RETURNING 1)
+       SELECT (SELECT count(*) FROM written)::int AS expired, (SELECT count(*) FROM entries)::int AS entries`,
+      [organisationId, clock],
+    );
+    return { madeEffective: effective.n, expired: row.expired };
+  }
+
+  /**
    * Organisations that may have a rollover to make (spec §16.1): those with a counter of one of `metrics` (the
    * metrics some tier rolls over) in a billing period of the last 400 days, after `after` in id order, `limit` of them.
    */

@@ -26,7 +26,7 @@ export interface QueueUser {
 }
 
 /**
- * The queue's users (notifications' deliveries, billing's meter reports), each registered by its module at
+ * The queue's users (notifications' deliveries, billing's meter reports, plan migrations), each registered by its module at
  * init; the worker (job-queue.worker.ts) runs their tasks, and runs at all when any is registered.
  */
 @Injectable()

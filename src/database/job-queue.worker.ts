@@ -17,7 +17,7 @@ const restartDelayMs = (attempt: number) => Math.min(1000 * 2 ** (attempt - 1), 
 /**
  * The queue's worker, in every instance of the HTTP service (not in the CLI, whose application context has
  * no HTTP adapter), when a module registered tasks (JobQueueTasks: notifications with NOTIFY_URLS set, meters
- * with a provider meter configured). It LISTENs for new jobs, so it has its own small pool on
+ * with a provider meter configured, plan migrations always). It LISTENs for new jobs, so it has its own small pool on
  * DATABASE_DIRECT_URL (a pooler in transaction mode cannot keep a LISTEN); the tasks themselves use the
  * app's pool. Stopped before the app's pool closes: attempts in flight finish (or are interrupted after
  * 5 s and retried later), and jobs not started stay queued for any instance.

@@ -21,11 +21,12 @@ import { WellKnownController } from './well-known.controller';
 import { PlansController } from './plans.controller';
 import { PlansRepository } from './plans.repository';
 import { PlansService } from './plans.service';
+import { PlanMigrationsService } from './plan-migrations.service';
 
 /**
  * The license (licensing.license_state, see license-state.ts: derived from the organisation's subscriptions, its
  * tier table and its overrides), its reads (status, entitlements, checks, explain, signed tokens), usage
- * metering and limit enforcement, the overrides, and the plan versions' admin reads (the list, the migration preview). Tells identity the users limit in force (MemberLimitPolicy,
+ * metering and limit enforcement, the overrides, and the plan versions' admin reads (the list, the migration preview) and migrations' start and read. Tells identity the users limit in force (MemberLimitPolicy,
  * bound by the root module).
  */
 @Module({
@@ -47,7 +48,8 @@ import { PlansService } from './plans.service';
     ExplainService,
     PlansRepository,
     PlansService,
+    PlanMigrationsService,
   ],
-  exports: [LicensingService, EntitlementsService, OverridesService, ExplainService, UsageService, UsageCommits],
+  exports: [LicensingService, EntitlementsService, OverridesService, ExplainService, UsageService, UsageCommits, PlansService, PlanMigrationsService],
 })
 export class LicensingModule {}

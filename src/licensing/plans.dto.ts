@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsInt, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min } from 'class-validator';
 import { QueryInt } from '../common/query-int.decorator';
 
 export class PlanVersionView {
@@ -101,4 +101,37 @@ export class MigrationPreview {
   @ApiProperty({ type: () => MigrationPreviewSummary }) summary: MigrationPreviewSummary;
   @ApiProperty({ type: [MigrationPreviewRow], description: 'By organisation_id; a page of organisations (limit, starting_after)' }) data: MigrationPreviewRow[];
   @ApiProperty({ description: 'More organisations follow: pass the last organisation_id as starting_after' }) has_more: boolean;
+}
+
+export class StartMigrationBody extends MigrationPreviewBody {
+  @ApiProperty({ enum: ['now', 'period_end'], example: 'period_end', description: "When each subscription moves: now, or at the end of its current period" })
+  @IsIn(['now', 'period_end'])
+  at: 'now' | 'period_end';
+}
+
+export class MigrationParams {
+  @ApiProperty({ format: 'uuid' })
+  @IsUUID()
+  id: string;
+}
+
+export class MigrationError {
+  @ApiProperty({ example: 'sub_1MowQVLkdIwHu7ixeRlqHVzs' }) subscription_id: string;
+  @ApiProperty({ description: 'Why it was not moved (the provider refused it, or it is no longer of the tier)' }) message: string;
+}
+
+export class MigrationRead {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ example: 'pro' }) tier: string;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'null: every version older than to_version' }) from_version: number | null;
+  @ApiProperty({ type: 'integer' }) to_version: number;
+  @ApiProperty({ enum: ['now', 'period_end'] }) at: 'now' | 'period_end';
+  @ApiProperty({ enum: ['running', 'done', 'failed'], description: 'failed: it ended with some subscriptions not moved (see failed and errors)' })
+  status: 'running' | 'done' | 'failed';
+  @ApiProperty({ type: 'integer', description: 'Subscriptions it moves (live on an older version, or on from_version, when it started)' }) total: number;
+  @ApiProperty({ type: 'integer', description: 'Moved (at period_end: their version set to change at their period end)' }) done: number;
+  @ApiProperty({ type: 'integer', description: 'Not moved, left on their version' }) failed: number;
+  @ApiProperty({ type: [MigrationError], description: 'The first 20 not moved' }) errors: MigrationError[];
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ type: 'string', format: 'date-time', nullable: true }) finished_at: string | null;
 }

@@ -26,6 +26,14 @@ export class UsageCounter {
   @Column('bigint', { default: 0 })
   used: number;
 
+  /** The highest of USAGE_ALERT_THRESHOLDS announced (`usage.threshold`) in this period; 0: none yet. */
+  @Column('integer', { name: 'alerted_threshold', default: 0 })
+  alertedThreshold: number;
+
+  /** A credits metric: its last usage event left `available` below the low threshold (`credits.low` sent or due). */
+  @Column('boolean', { name: 'credits_low', default: false })
+  creditsLow: boolean;
+
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
   updatedAt: Date;
 }

@@ -17,6 +17,24 @@ const roomOf = (policy: string, limit: string, used: string, balance: string, he
   (CASE WHEN ${policy} = 'bill' THEN NULL
         ELSE (CASE WHEN ${policy} = 'credits' THEN GREATEST(${limit} - ${used}, 0) + ${balance} ELSE ${limit} - ${used} END) - ${held} END)`;
 const accepts = (amount: string, room: string) => `(${room} IS NULL OR ${amount} <= ${room})`;
+/**
+ * Spend alerts (spec §16.4), written into the statement as constants: USAGE_ALERT_THRESHOLDS (ascending) and
+ * CREDITS_LOW_THRESHOLD_PCT. A counter of a metric counted per period with a positive limit has its `marks`: the
+ * used amount at which each threshold is reached (a percentage of the limit, rounded up), computed once per
+ * counter; an event's level is the highest threshold its used amount reaches (0: none).
+ */
+export interface SpendAlerts {
+  thresholds: number[];
+  lowPct: number;
+}
+const alertMarks = (period: string, lim: string, thresholds: number[]) =>
+  `CASE WHEN ${period} > 0 AND ${lim} > 0 THEN ARRAY[${thresholds.map((t) => `ceil(${lim}::numeric * ${t} / 100)::bigint`).join(', ')}] END`;
+const alertLevel = (used: string, marks: string, thresholds: number[]) =>
+  `(CASE ${thresholds
+    .map((t, i) => `WHEN ${used} >= ${marks}[${i + 1}] THEN ${t}`)
+    .reverse()
+    .join(' ')} ELSE 0 END)`;
+
 /** A metric's overage policy in force (block, bill or credits), from the license's `overage`. */
 const policyOf = (overage: string, metric: string) => `COALESCE(${overage} ->> ${metric}, 'block')`;
 
@@ -49,9 +67,13 @@ const policyOf = (overage: string, metric: string) => `COALESCE(${overage} ->> $
  * - Keys are stored with the answer for events that applied. A key taken meanwhile by a concurrent report
  *   (not visible to `prior`), or a reservation released or committed meanwhile, shows as `keyTaken`: the caller
  *   rolls its transaction back and runs again.
+ * - The fold also keeps each counter's spend-alert state (spec §16.4), written with the counter: the highest
+ *   USAGE_ALERT_THRESHOLDS level its period reached (`alerted_threshold`), and for a credits metric whether its
+ *   last event left `available` below the low threshold (`credits_low`, see alertsSql). Both are read and written
+ *   under the counter's lock, so each alert is made once whichever instance writes.
  * - `applied`: what each applied event did, handed on, in this statement, to the modules that account for it
- *   through their functions: the grants' consumption, holds and commits to credits; `usage.capacity` to
- *   notifications, accepted usage to billing's meter windows (see applySql).
+ *   through their functions: the grants' consumption, holds and commits to credits; `usage.capacity` and the
+ *   spend alerts to notifications, accepted usage to billing's meter windows (see applySql).
  *
  * Answers one row per event, in order: status 200 (201 for a hold; applied, or a key's first answer in
  * `response`), 400, 402, 404, 409 with the error's `code`, or 0 (retry).
@@ -162,7 +184,13 @@ const evSql = (keyed: boolean, { organisations: $orgs, metrics: $metrics, amount
  * The statement's head; `license(org)` is the license of `org` (licensing.license_state) and `tiers` the tier
  * table, as constants (see UsageRepository's constructor).
  */
-const applySqlHead = (license: (organisation: string) => string, tiers: string, keyed: boolean, rollOver: (organisation: string) => string) => `
+const applySqlHead = (
+  license: (organisation: string) => string,
+  tiers: string,
+  keyed: boolean,
+  rollOver: (organisation: string) => string,
+  alerts: SpendAlerts,
+) => `
   WITH RECURSIVE
   ${evSql(keyed)}
   ${keyed ? PRIOR_SQL : ''}
@@ -183,6 +211,7 @@ const applySqlHead = (license: (organisation: string) => string, tiers: string, 
     -- One row lock set, taken in one order by one node (not a lock per look-up: PostgreSQL would set up its
     -- recheck of the whole statement again for each row a concurrent writer changed).
     SELECT c.org, c.metric, c.period, c.lim, c.policy, c.amounts, c.ns, c.kinds, c.res, c.reserved, u.used,
+           u.alerted_threshold AS alerted, u.credits_low AS low,
            u.xmin::text IS DISTINCT FROM (SELECT v.xmin::text FROM usage_counters v
                                           WHERE (v.organisation_id, v.metric, v.period_start) = (c.org, c.metric, c.period)) AS moved
     FROM usage_counters u JOIN counters c ON (u.organisation_id, u.metric, u.period_start) = (c.org, c.metric, c.period)
@@ -191,10 +220,11 @@ const applySqlHead = (license: (organisation: string) => string, tiers: string, 
   ),
   roomed AS (
     -- [NOT] IN (sub-query) below is a hashed look-up, whatever the number of counters.
-    SELECT s.*, r.held, r.balance, r.live
-    FROM (SELECT org, metric, period, lim, policy, amounts, ns, kinds, res, reserved, used, true AS existed, moved FROM locked
+    SELECT s.*, r.held, r.balance, r.live, ${alertMarks('s.period', 's.lim', alerts.thresholds)} AS marks,
+           CASE WHEN s.policy = 'credits' THEN COALESCE((SELECT t.threshold FROM credits.recharge_threshold(s.org, s.metric) t), s.lim * ${alerts.lowPct} / 100) END AS thr
+    FROM (SELECT org, metric, period, lim, policy, amounts, ns, kinds, res, reserved, used, alerted, low, true AS existed, moved FROM locked
           UNION ALL
-          SELECT org, metric, period, lim, policy, amounts, ns, kinds, res, reserved, 0, false, false
+          SELECT org, metric, period, lim, policy, amounts, ns, kinds, res, reserved, 0, 0, false, false, false
           FROM counters WHERE (org, metric, period) NOT IN (SELECT org, metric, period FROM locked)) s
     CROSS JOIN LATERAL (
       -- A credits metric's first use in a period makes the organisation's rollovers of it first (once, whoever
@@ -212,12 +242,20 @@ const applySqlHead = (license: (organisation: string) => string, tiers: string, 
   fold AS (
     SELECT org, metric, period, 0 AS k, used AS start, NULL::bigint AS before, used, true AS ok,
            ${roomOf('policy', 'lim', 'used', 'balance', 'held')} AS room, 0::bigint AS own, 0::bigint AS draw, 0::bigint AS drawn,
-           false AS touched, amounts, ns, kinds, res, reserved, live, lim, policy, balance, existed
+           false AS touched, amounts, ns, kinds, res, reserved, live, lim, policy, balance, existed,
+           marks, thr, alerted, alerted AS alerted_from,
+           -- Below the low threshold already: announced (stored), or, for a counter not there yet, at the period's start.
+           COALESCE(policy = 'credits' AND ${roomOf('policy', 'lim', 'used', 'balance', 'held')} < thr AND (low OR NOT existed), false) AS low,
+           false AS warned
     FROM roomed
     UNION ALL
     SELECT f.org, f.metric, f.period, f.k + 1, f.start, f.used, s.used, s.ok, s.room, s.own, s.draw, f.drawn + s.draw,
            f.touched OR (s.ok AND s.kind <> 'report'), f.amounts, f.ns, f.kinds, f.res, f.reserved, f.live, f.lim, f.policy,
-           f.balance, f.existed
+           f.balance, f.existed, f.marks, f.thr,
+           CASE WHEN s.ok AND s.kind <> 'hold' THEN GREATEST(f.alerted, ${alertLevel('s.used', 'f.marks', alerts.thresholds)}) ELSE f.alerted END,
+           f.alerted,
+           CASE WHEN s.ok AND f.policy = 'credits' THEN COALESCE(s.room < f.thr, false) ELSE f.low END,
+           COALESCE(s.ok AND f.policy = 'credits' AND s.room < f.thr AND NOT f.low, false)
     FROM fold f
     CROSS JOIN LATERAL (
       SELECT a.kind, a.own, x.ok, x.used,
@@ -234,10 +272,10 @@ const applySqlHead = (license: (organisation: string) => string, tiers: string, 
     WHERE f.k < cardinality(f.amounts)
   ),
   final AS (
-    SELECT org, metric, period, start, used, existed, touched, amounts FROM fold WHERE k = cardinality(amounts)
+    SELECT org, metric, period, start, used, existed, touched, amounts, alerted, low FROM fold WHERE k = cardinality(amounts)
   ),
   updated AS (
-    UPDATE usage_counters u SET used = f.used, updated_at = now()
+    UPDATE usage_counters u SET used = f.used, alerted_threshold = f.alerted, credits_low = f.low, updated_at = now()
     FROM final f
     WHERE f.existed AND (f.used <> f.start OR f.touched) AND (u.organisation_id, u.metric, u.period_start) = (f.org, f.metric, f.period)
     RETURNING u.organisation_id
@@ -245,18 +283,19 @@ const applySqlHead = (license: (organisation: string) => string, tiers: string, 
   creating AS (
     -- A decrease on a counter not seen is written too (as 0): the row may have appeared meanwhile. So is a hold's:
     -- the next writer must find the counter to lock.
-    SELECT org, metric, period, used FROM final
+    SELECT org, metric, period, used, alerted, low FROM final
     WHERE NOT existed AND (used > 0 OR touched OR EXISTS (SELECT 1 FROM unnest(amounts) a WHERE a < 0))
   ),
   created AS (
-    INSERT INTO usage_counters (organisation_id, metric, period_start, used)
-    SELECT org, metric, period, used FROM creating ORDER BY org, metric, period
+    INSERT INTO usage_counters (organisation_id, metric, period_start, used, alerted_threshold, credits_low)
+    SELECT org, metric, period, used, alerted, low FROM creating ORDER BY org, metric, period
     ON CONFLICT DO NOTHING
     RETURNING organisation_id AS org, metric, period_start AS period
   ),
   outcome AS (
     SELECT f.ns[f.k] AS n, f.org, f.metric, COALESCE(f.kinds[f.k], 'report') AS kind, f.amounts[f.k] AS amount, f.before, f.used, f.lim,
            f.policy, f.ok AS accepted, f.room AS available, f.balance - f.drawn AS balance, f.draw, f.own,
+           f.period, f.alerted_from, f.alerted, f.warned, f.thr,
            NOT f.existed AND (f.org, f.metric, f.period) IN (SELECT org, metric, period FROM creating)
                          AND (f.org, f.metric, f.period) NOT IN (SELECT org, metric, period FROM created) AS retry
     FROM fold f WHERE f.k > 0
@@ -324,6 +363,26 @@ const capacitySql = (urls: string) => `
     FROM applied a WHERE a.kind <> 'hold' AND (a.used >= a."limit") <> (a.before >= a."limit")
     HAVING count(*) > 0
   )`;
+/**
+ * Spend alerts (spec §16.4), to notifications.notices, in event order: `usage.threshold` for each threshold an event
+ * took its counter's level past (the counter's row lock makes it once per organisation, metric, threshold and
+ * period), then `credits.low` for an event that left a credits metric's `available` below its low threshold (the
+ * automatic top-up's threshold, else CREDITS_LOW_THRESHOLD_PCT of the included limit) when it was not there after
+ * the counter's last event (or at its period's start).
+ */
+const alertsSql = (urls: string, thresholds: number[]) => `
+  alerts AS (
+    SELECT notifications.notices(array_agg(x.org ORDER BY x.n, x.rank), array_agg(x.type ORDER BY x.n, x.rank),
+                                 array_agg(x.data ORDER BY x.n, x.rank), ${urls}::text[]) AS queued
+    FROM (SELECT a.n, t.t AS rank, a.organisation_id AS org, 'usage.threshold' AS type,
+                 json_build_object('metric', a.metric, 'threshold', t.t, 'used', a.used, 'limit', a.lim, 'period_start', a.period) AS data
+          FROM applied a CROSS JOIN unnest('{${thresholds.join(',')}}'::int[]) t(t)
+          WHERE a.alerted > a.alerted_from AND t.t > a.alerted_from AND t.t <= a.alerted
+          UNION ALL
+          SELECT a.n, 100000, a.organisation_id, 'credits.low', json_build_object('metric', a.metric, 'available', a.available, 'threshold', a.thr)
+          FROM applied a WHERE a.warned) x
+    HAVING count(*) > 0
+  )`;
 const meteredSql = (metrics: string[], flushS: number) => `
   metered AS (
     SELECT billing.meter_usage(array_agg(a.organisation_id ORDER BY a.n), array_agg(a.metric ORDER BY a.n),
@@ -338,15 +397,20 @@ const applySql = (
   graceS: number,
   keyed: boolean,
   handOn: { capacity: boolean; meters?: { metrics: string[]; flushS: number } },
+  alerts: SpendAlerts,
 ) => {
-  const ctes = [handOn.capacity ? capacitySql(paramsOf(keyed).urls) : '', handOn.meters ? meteredSql(handOn.meters.metrics, handOn.meters.flushS) : ''].filter(Boolean);
+  const ctes = [
+    handOn.capacity ? capacitySql(paramsOf(keyed).urls) : '',
+    handOn.capacity ? alertsSql(paramsOf(keyed).urls, alerts.thresholds) : '',
+    handOn.meters ? meteredSql(handOn.meters.metrics, handOn.meters.flushS) : '',
+  ].filter(Boolean);
   const columns = [
-    handOn.capacity ? 'COALESCE((SELECT queued FROM capacity), 0) AS queued' : '0 AS queued',
+    handOn.capacity ? 'COALESCE((SELECT queued FROM capacity), 0) + COALESCE((SELECT queued FROM alerts), 0) AS queued' : '0 AS queued',
     ...(handOn.meters ? ['COALESCE((SELECT windows FROM metered), 0) AS metered'] : []),
   ];
   const urls = handOn.capacity ? `${paramsOf(keyed).urls}::text[]` : `'{}'::text[]`;
   const rollOver = (organisation: string) => `credits.roll_over(${organisation}, ${tiers}, ${graceS}, ${urls})`;
-  return `${applySqlHead(license, tiers, keyed, rollOver)}${ctes.map((cte) => `, ${cte}`).join('')}
+  return `${applySqlHead(license, tiers, keyed, rollOver, alerts)}${ctes.map((cte) => `, ${cte}`).join('')}
    ${applySqlAnswer(keyed, columns.join(', '))}`;
 };
 
@@ -467,7 +531,11 @@ export class UsageRepository {
     const license = (organisation: string) => `licensing.license_state(${organisation}, ${tiersSql}, ${Number(graceS)}) s`;
     const metrics = Object.keys(config.providerMeters);
     const handOn = { capacity: this.notifying, meters: metrics.length ? { metrics, flushS: config.meterFlushS } : undefined };
-    this.applySql = { keyed: applySql(license, tiersSql, Number(graceS), true, handOn), keyless: applySql(license, tiersSql, Number(graceS), false, handOn) };
+    const alerts = { thresholds: config.usageAlertThresholds, lowPct: config.creditsLowThresholdPct };
+    this.applySql = {
+      keyed: applySql(license, tiersSql, Number(graceS), true, handOn, alerts),
+      keyless: applySql(license, tiersSql, Number(graceS), false, handOn, alerts),
+    };
   }
 
   /** Applies the events in order (no two with the same organisation and key); one row per event. */

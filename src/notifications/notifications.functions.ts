@@ -21,4 +21,6 @@ export const NOTIFICATIONS_FUNCTIONS: DatabaseFunction[] = [
     returns: 'integer',
     inlined: false,
   },
+  // Several messages of any types in one call, in order (the usage write's spend alerts; migration 1764002510000-SpendAlerts.ts).
+  { name: 'notifications.notices', arguments: 'orgs uuid[], message_types text[], extras json[], urls text[]', returns: 'integer', inlined: false },
 ];

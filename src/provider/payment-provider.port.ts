@@ -33,6 +33,11 @@ export interface PriceInfo {
   currency: string;
   /** null for a one-time price. */
   recurring: { interval: string; intervalCount: number } | null;
+  /**
+   * The price's amount in each currency it is sold in (its `currency_options`, lower-case keys, its own currency
+   * among them): integer minor units per unit, null where that currency has no fixed amount (tiered, custom).
+   */
+  currencyOptions: Record<string, number | null>;
 }
 
 export interface CreateCheckoutInput {
@@ -53,6 +58,11 @@ export interface CreateCheckoutInput {
   allowPromotionCodes: boolean;
   /** Automatic tax and tax id collection (and the existing customer's address and name kept up to date). */
   automaticTax: boolean;
+  /**
+   * The session's currency (lower case), one of the price's `currencyOptions`; absent: the price's own. A price
+   * without it is refused (PaymentProviderError 'rejected', param `currency`).
+   */
+  currency?: string;
 }
 
 /**
@@ -272,6 +282,13 @@ export abstract class PaymentProvider {
    * whose outcome was unknown (PaymentProviderError.outcomeUnknown) can learn it.
    */
   abstract changeItemNow(subscriptionId: string, change: ItemChange, idempotencyKey?: string): Promise<Record<string, any>>;
+
+  /**
+   * Moves the subscription's item (`itemId`) to another price now, keeping its quantity, without proration
+   * (`proration_behavior=none`): the new price is charged from the next invoice on (a plan migration, spec §17).
+   * Answers the subscription as the provider has it after the request.
+   */
+  abstract changeItemPrice(subscriptionId: string, change: { itemId: string; price: string }, idempotencyKey?: string): Promise<Record<string, any>>;
 
   /**
    * Puts `next` in force when the current period ends, through a subscription schedule: the subscription's

@@ -41,6 +41,8 @@ export class PriceCatalog implements OnApplicationBootstrap, OnApplicationShutdo
   private readonly logger = new Logger('PriceCatalog');
   private prices = new Map<string, PlanPrice>();
   private packPrices = new Map<string, PackPrice>();
+  /** Each confirmed price's amount per currency it is sold in (its currency options, lower-case keys). */
+  private amounts = new Map<string, Record<string, number | null>>();
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private stopped = false;
@@ -77,6 +79,24 @@ export class PriceCatalog implements OnApplicationBootstrap, OnApplicationShutdo
   /** The credit pack's prices the provider confirmed, in the order PAYPROVIDER_PRICE_PACK_<PACK> lists them. */
   packPricesOf(pack: string): PackPrice[] {
     return this.provider.packPriceIds(pack).flatMap((id) => this.packPrices.get(id) ?? []);
+  }
+
+  /**
+   * The price as sold in `currency` (lower case): its currency option's amount, the currency upper case.
+   * Undefined when the provider has no option of that currency for it, or one without a fixed amount.
+   */
+  inCurrency<P extends PlanPrice | PackPrice>(price: P, currency: string): P | undefined {
+    const amount = this.amounts.get(price.id)?.[currency];
+    return amount === undefined || amount === null ? undefined : { ...price, unit_amount: amount, currency: currency.toUpperCase() };
+  }
+
+  /**
+   * Whether the provider sells this price in `currency` (lower case); undefined when the price was never read
+   * (the provider then decides at the checkout).
+   */
+  sellsIn(priceId: string, currency: string): boolean | undefined {
+    const amounts = this.amounts.get(priceId);
+    return amounts && typeof amounts[currency] === 'number';
   }
 
   /** The paid tier that sells this price id, and the price's interval when the provider confirmed it. */
@@ -119,6 +139,7 @@ export class PriceCatalog implements OnApplicationBootstrap, OnApplicationShutdo
     }
     if (!price.active) return this.leaveOut(id, 'the price is inactive at the payment provider');
     const currency = price.currency.toUpperCase();
+    this.amounts.set(id, price.currencyOptions);
     if (sold === 'pack') {
       // A pack is bought once, in a checkout of mode payment, which takes one-time prices only.
       if (price.recurring || price.unitAmount === null) return this.leaveOut(id, "a credit pack's price is not a one-time price with a fixed unit amount");
@@ -136,6 +157,7 @@ export class PriceCatalog implements OnApplicationBootstrap, OnApplicationShutdo
   private leaveOut(priceId: string, reason: string): 'left out' {
     this.prices.delete(priceId);
     this.packPrices.delete(priceId);
+    this.amounts.delete(priceId);
     this.logger.error({ msg: `plan list: price left out: ${reason}`, priceId });
     return 'left out';
   }

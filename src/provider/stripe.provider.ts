@@ -81,13 +81,16 @@ export class StripePaymentProvider extends PaymentProvider {
 
   retrievePrice(priceId: string): Promise<PriceInfo> {
     return this.call('price.retrieve', async () => {
-      const p = await this.stripe.prices.retrieve(priceId);
+      // currency_options is includable only: without the expansion the provider leaves it out.
+      const p = await this.stripe.prices.retrieve(priceId, { expand: ['currency_options'] });
+      const options = Object.entries(p.currency_options ?? {}).map(([currency, o]) => [currency.toLowerCase(), o.unit_amount] as const);
       return {
         id: p.id,
         active: p.active,
         unitAmount: p.unit_amount,
         currency: p.currency,
         recurring: p.recurring && { interval: p.recurring.interval, intervalCount: p.recurring.interval_count },
+        currencyOptions: Object.fromEntries([[p.currency.toLowerCase(), p.unit_amount], ...options]),
       };
     });
   }
@@ -119,6 +122,7 @@ export class StripePaymentProvider extends PaymentProvider {
       const s = await this.stripe.checkout.sessions.create({
         mode: 'subscription',
         line_items: [{ price: priceId, quantity: input.quantity }],
+        ...(input.currency ? { currency: input.currency } : {}),
         client_reference_id: input.organisationId,
         customer: input.customerId,
         metadata,
@@ -285,6 +289,18 @@ export class StripePaymentProvider extends PaymentProvider {
             payment_behavior: 'pending_if_incomplete',
             proration_date: change.prorationDate,
           },
+          keyed(idempotencyKey, 'update'),
+        ),
+      ),
+    );
+  }
+
+  changeItemPrice(subscriptionId: string, change: { itemId: string; price: string }, idempotencyKey?: string): Promise<Record<string, any>> {
+    return this.call('subscription.update', async () =>
+      plain(
+        await this.stripe.subscriptions.update(
+          subscriptionId,
+          { items: [{ id: change.itemId, price: change.price }], proration_behavior: 'none' },
           keyed(idempotencyKey, 'update'),
         ),
       ),

@@ -9,7 +9,11 @@ import { SIGNATURE_HEADER, signatureHeader } from '../provider/provider-signatur
  * that both send exactly what the real provider would.
  */
 
+/** The sandbox's prices are in euros (their own currency), with currency options in US dollars and pounds. */
 export const SANDBOX_CURRENCY = 'eur';
+export const SANDBOX_CURRENCIES: readonly string[] = ['eur', 'usd', 'gbp'];
+/** Each option's amount from the euro one: a rough rate, rounded to whole units, as a price list would be. */
+const SANDBOX_RATES: Record<string, number> = { eur: 1, usd: 1.1, gbp: 0.85 };
 /** Monthly sandbox prices in minor units; a tier from a TIERS_FILE that is not listed costs the fallback. */
 export const SANDBOX_PRICES: Record<string, number> = { pro: 2900, team: 9900, enterprise: 49900 };
 export const SANDBOX_FALLBACK_PRICE = 1900;
@@ -19,6 +23,18 @@ const API_VERSION = '2025-10-29.clover';
 
 export function sandboxPrice(tier: string): number {
   return SANDBOX_PRICES[tier] ?? SANDBOX_FALLBACK_PRICE;
+}
+
+/** A euro amount of the sandbox's in one of SANDBOX_CURRENCIES (its currency option's amount). */
+export function sandboxAmount(euros: number, currency: string): number {
+  const rate = SANDBOX_RATES[currency];
+  if (rate === undefined) throw new Error(`the sandbox sells nothing in ${currency}`);
+  return currency === SANDBOX_CURRENCY ? euros : Math.round((euros * rate) / 100) * 100;
+}
+
+/** A sandbox price's amount in each of SANDBOX_CURRENCIES (its `currency_options`), given its amount in one. */
+export function currencyAmounts(amountIn: (currency: string) => number): Record<string, number> {
+  return Object.fromEntries(SANDBOX_CURRENCIES.map((c) => [c, amountIn(c)]));
 }
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -91,6 +107,8 @@ export interface SubscriptionState extends SandboxPlan {
   missingPaymentMethod: 'cancel' | 'create_invoice';
   /** The subscription schedule holding a change for the period's end (`sub_sched_…`). */
   scheduleId: string | null;
+  /** What it is billed in: its checkout's currency (lower case), one of SANDBOX_CURRENCIES. */
+  currency: string;
 }
 
 /**
@@ -141,9 +159,9 @@ export function packPriceObject(pack: string) {
   };
 }
 
-/** Per unit (per seat), in minor units. */
-export function unitAmount(tier: string, interval: SandboxInterval): number {
-  return sandboxPrice(tier) * (interval === 'year' ? 10 : 1);
+/** Per unit (per seat), in minor units of `currency` (its currency option's amount). */
+export function unitAmount(tier: string, interval: SandboxInterval, currency = SANDBOX_CURRENCY): number {
+  return sandboxAmount(sandboxPrice(tier), currency) * (interval === 'year' ? 10 : 1);
 }
 
 export function priceObject(tier: string, interval: SandboxInterval = 'month') {
@@ -182,7 +200,7 @@ export function subscriptionObject(s: SubscriptionState) {
     canceled_at: s.canceledAt,
     collection_method: 'charge_automatically',
     created: s.created,
-    currency: SANDBOX_CURRENCY,
+    currency: s.currency,
     customer: s.customerId,
     default_payment_method: s.defaultPaymentMethod,
     ended_at: s.status === 'canceled' ? s.canceledAt : null,
@@ -330,14 +348,16 @@ export interface InvoiceState {
   metadata?: Record<string, string>;
   /** Default `paidAt`. */
   created?: number;
+  /** Lower case; default SANDBOX_CURRENCY. */
+  currency?: string;
 }
 
-/** The full price of one period of `plan`, as the invoice line of a checkout or a renewal. */
-export function periodLine(plan: SandboxPlan, periodStart: number, periodEnd: number): InvoiceLine {
+/** The full price of one period of `plan` in `currency`, as the invoice line of a checkout or a renewal. */
+export function periodLine(plan: SandboxPlan, periodStart: number, periodEnd: number, currency = SANDBOX_CURRENCY): InvoiceLine {
   return {
     ...plan,
     description: planLabel(plan),
-    amount: unitAmount(plan.tier, plan.interval) * plan.quantity,
+    amount: unitAmount(plan.tier, plan.interval, currency) * plan.quantity,
     periodStart,
     periodEnd,
     proration: false,
@@ -357,7 +377,7 @@ export function invoiceObject(i: InvoiceState) {
     billing_reason: i.billingReason,
     collection_method: 'charge_automatically',
     created,
-    currency: SANDBOX_CURRENCY,
+    currency: i.currency ?? SANDBOX_CURRENCY,
     customer: i.customerId,
     hosted_invoice_url: i.hostedInvoiceUrl,
     lines: {
@@ -380,13 +400,14 @@ export function invoiceObject(i: InvoiceState) {
   };
 }
 
-export function lineObject(line: SandboxInvoiceLine, id: string, i: { id: string | null; subscriptionId: string | null; itemId: string | null }) {
+export function lineObject(line: SandboxInvoiceLine, id: string, i: { id: string | null; subscriptionId: string | null; itemId: string | null; currency?: string }) {
   if (isPackLine(line)) return packLineObject(line, id, i.id);
+  const currency = i.currency ?? SANDBOX_CURRENCY;
   return {
     id,
     object: 'line_item',
     amount: line.amount,
-    currency: SANDBOX_CURRENCY,
+    currency,
     description: line.description,
     invoice: i.id,
     livemode: false,
@@ -399,7 +420,7 @@ export function lineObject(line: SandboxInvoiceLine, id: string, i: { id: string
     pricing: {
       type: 'price_details',
       price_details: { price: sandboxPriceId(line.tier, line.interval), product: `prod_sandbox_${line.tier}` },
-      unit_amount_decimal: String(unitAmount(line.tier, line.interval)),
+      unit_amount_decimal: String(unitAmount(line.tier, line.interval, currency)),
     },
     quantity: line.quantity,
   };

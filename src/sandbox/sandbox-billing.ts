@@ -45,7 +45,7 @@ export function changeNowCharge(sub: SubscriptionState, next: SandboxPlan, at: n
   };
   if (next.interval !== sub.interval) {
     const end = addInterval(at, next.interval);
-    return chargeOf([unused, periodLine(next, at, end)], at, end);
+    return chargeOf([unused, periodLine(next, at, end, sub.currency)], at, end);
   }
   const remaining: InvoiceLine = {
     ...next,
@@ -61,12 +61,12 @@ export function changeNowCharge(sub: SubscriptionState, next: SandboxPlan, at: n
 /** The next period's invoice once a change waiting for the period's end has taken effect. */
 export function nextPeriodCharge(sub: SubscriptionState, next: SandboxPlan): SandboxCharge {
   const end = addInterval(sub.periodEnd, next.interval);
-  return chargeOf([periodLine(next, sub.periodEnd, end)], sub.periodEnd, end);
+  return chargeOf([periodLine(next, sub.periodEnd, end, sub.currency)], sub.periodEnd, end);
 }
 
-/** `plan`'s price for the part of the subscription's current period after `at`, by the second. */
+/** `plan`'s price (in the subscription's currency) for the part of its current period after `at`, by the second. */
 function prorated(sub: SubscriptionState, plan: SandboxPlan, at: number): number {
-  const full = unitAmount(plan.tier, plan.interval) * plan.quantity;
+  const full = unitAmount(plan.tier, plan.interval, sub.currency) * plan.quantity;
   return Math.round((full * (sub.periodEnd - at)) / (sub.periodEnd - sub.periodStart));
 }
 

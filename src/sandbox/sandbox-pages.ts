@@ -14,24 +14,24 @@ export function layout(title: string, body: string, script?: string): string {
   return htmlPage(`${title} · Sandbox payments`, body, 'Sandbox — no real payment', script);
 }
 
-/** An amount of the sandbox's currency, as every page writes money. */
-export function money(amount: number): string {
-  return formatMoney(amount, SANDBOX_CURRENCY);
+/** An amount of `currency` (a checkout's or a subscription's; default the sandbox's own), as every page writes money. */
+export function money(amount: number, currency = SANDBOX_CURRENCY): string {
+  return formatMoney(amount, currency);
 }
 
 /** "€29.00 per month" / "€290.00 per seat per year": a price as the pages show it. */
-export function priceText(tier: string, interval: SandboxInterval, perSeat: boolean): string {
-  return `${money(unitAmount(tier, interval))} per ${perSeat ? 'seat per ' : ''}${interval}`;
+export function priceText(tier: string, interval: SandboxInterval, perSeat: boolean, currency = SANDBOX_CURRENCY): string {
+  return `${money(unitAmount(tier, interval, currency), currency)} per ${perSeat ? 'seat per ' : ''}${interval}`;
 }
 
-/** What one period of `plan` costs (the provider's price times the seats), in minor units. */
-export function periodAmount(plan: SandboxPlan): number {
-  return unitAmount(plan.tier, plan.interval) * plan.quantity;
+/** What one period of `plan` costs (the provider's price times the seats), in minor units of `currency`. */
+export function periodAmount(plan: SandboxPlan, currency = SANDBOX_CURRENCY): number {
+  return unitAmount(plan.tier, plan.interval, currency) * plan.quantity;
 }
 
 /** What one period of `plan` costs, in words: "€297.00 per month (3 seats)". */
-export function planTotal(plan: SandboxPlan, perSeat: boolean): string {
-  return `${money(periodAmount(plan))} per ${plan.interval}${perSeat ? ` (${plan.quantity} seat${plan.quantity === 1 ? '' : 's'})` : ''}`;
+export function planTotal(plan: SandboxPlan, perSeat: boolean, currency = SANDBOX_CURRENCY): string {
+  return `${money(periodAmount(plan, currency), currency)} per ${plan.interval}${perSeat ? ` (${plan.quantity} seat${plan.quantity === 1 ? '' : 's'})` : ''}`;
 }
 
 /** The script that keeps the checkout page's total and Pay button in step with the choice (sandbox-assets.ts). */
@@ -54,11 +54,12 @@ export function checkoutPage(s: SandboxCheckoutSession, choice: SandboxPlan, tie
   }
   const action = `/sandbox/checkout/${esc(s.id)}`;
   const trial = s.trialDays > 0;
-  const total = planTotal(choice, tier.perSeat);
+  const { currency } = s;
+  const total = planTotal(choice, tier.perSeat, currency);
   const intervals = (['month', 'year'] as const)
     .map(
       (i) =>
-        `<label><input type="radio" name="interval" value="${i}" data-unit-amount="${unitAmount(choice.tier, i)}"${i === choice.interval ? ' checked' : ''}> ${esc(priceText(choice.tier, i, tier.perSeat))}</label>`,
+        `<label><input type="radio" name="interval" value="${i}" data-unit-amount="${unitAmount(choice.tier, i, currency)}"${i === choice.interval ? ' checked' : ''}> ${esc(priceText(choice.tier, i, tier.perSeat, currency))}</label>`,
     )
     .join('\n');
   const seats = tier.perSeat
@@ -67,7 +68,7 @@ export function checkoutPage(s: SandboxCheckoutSession, choice: SandboxPlan, tie
   const totalLine = trial
     ? `${esc(s.trialDays)} days free, until ${esc(formatDate(trialEndOf(nowSeconds(), s.trialDays)))}; then <output id="total" aria-live="polite">${esc(total)}</output>`
     : `Total: <output id="total" aria-live="polite">${esc(total)}</output>`;
-  const pay = trial ? 'Add card and start trial' : `Pay ${money(periodAmount(choice))}`;
+  const pay = trial ? 'Add card and start trial' : `Pay ${money(periodAmount(choice, currency), currency)}`;
   const noCard =
     trial && s.paymentMethodCollection === 'if_required'
       ? `\n<button type="submit" class="plain" formaction="${action}/start-trial">Start trial without a card</button>`
@@ -78,12 +79,12 @@ export function checkoutPage(s: SandboxCheckoutSession, choice: SandboxPlan, tie
   return layout(
     `Subscribe to ${s.tier}`,
     `<h1>Subscribe to ${esc(s.tier)}</h1>
-${recheckNote}<form method="post" action="${action}/pay" data-checkout data-currency="${SANDBOX_CURRENCY.toUpperCase()}" data-per-seat="${tier.perSeat}" data-trial="${trial}">
+${recheckNote}<form method="post" action="${action}/pay" data-checkout data-currency="${esc(currency.toUpperCase())}" data-per-seat="${tier.perSeat}" data-trial="${trial}">
 <fieldset><legend>Billing interval</legend>
 ${intervals}
 </fieldset>
 ${seats}<p class="total">${totalLine}</p>
-<input type="hidden" name="total" value="${periodAmount(choice)}">
+<input type="hidden" name="total" value="${periodAmount(choice, currency)}">
 <div class="actions">
 <button type="submit" data-pay>${esc(pay)}</button>${noCard}
 <a href="${esc(s.cancelUrl)}">Cancel and return</a>

@@ -19,7 +19,7 @@ import {
   RechargeCharge,
   RechargeChargeInput,
 } from '../provider/payment-provider.port';
-import { ProviderEvent } from '../provider/provider-event';
+import { idOf, ProviderEvent } from '../provider/provider-event';
 import { meterTimestampProblem } from '../provider/meter-rules';
 import {
   nowSeconds,
@@ -27,8 +27,13 @@ import {
   parseSandboxPackPriceId,
   parseSandboxPriceId,
   priceObject,
+  SANDBOX_CURRENCIES,
   SANDBOX_CURRENCY,
   sandboxPackPriceId,
+  currencyAmounts,
+  SANDBOX_PACK_PRICE,
+  sandboxAmount,
+  unitAmount,
   SandboxPlan,
   sandboxPriceIds,
   scheduleObject,
@@ -72,7 +77,7 @@ export class SandboxPaymentProvider extends PaymentProvider {
       const pack = parseSandboxPackPriceId(priceId);
       if (pack !== undefined && Object.hasOwn(this.config.creditPacks, pack)) {
         const p = packPriceObject(pack);
-        return { id: p.id, active: p.active, unitAmount: p.unit_amount, currency: p.currency, recurring: null };
+        return { id: p.id, active: p.active, unitAmount: p.unit_amount, currency: p.currency, recurring: null, currencyOptions: currencyAmounts((c) => sandboxAmount(SANDBOX_PACK_PRICE, c)) };
       }
       const parsed = parseSandboxPriceId(priceId);
       if (!parsed || !isPaidTier(this.config.tiers, parsed.tier)) throw new PaymentProviderError('not_found', `No such price: '${priceId}'`);
@@ -83,6 +88,7 @@ export class SandboxPaymentProvider extends PaymentProvider {
         unitAmount: p.unit_amount,
         currency: p.currency,
         recurring: { interval: p.recurring.interval, intervalCount: p.recurring.interval_count },
+        currencyOptions: currencyAmounts((c) => unitAmount(parsed.tier, parsed.interval, c)),
       };
     });
   }
@@ -113,7 +119,12 @@ export class SandboxPaymentProvider extends PaymentProvider {
       if (input.customerId && !(await this.store.customerExists(input.customerId))) {
         throw new PaymentProviderError('not_found', `No such customer: '${input.customerId}'`, 'customer');
       }
+      const currency = input.currency ?? SANDBOX_CURRENCY;
+      if (!SANDBOX_CURRENCIES.includes(currency)) {
+        throw new PaymentProviderError('rejected', `The price specified supports currencies of \`${SANDBOX_CURRENCIES.join('`, `')}\` which doesn't include the expected currency of \`${currency}\`.`, 'currency');
+      }
       const s = await this.store.createCheckout({
+        currency,
         tier: input.tier,
         interval: (input.priceId && parseSandboxPriceId(input.priceId)?.interval) || 'month',
         quantity: input.quantity,
@@ -216,7 +227,7 @@ export class SandboxPaymentProvider extends PaymentProvider {
       const preview = await this.subscriptions.preview(subscriptionId, plan, { atPeriodEnd: change.when === 'period_end', prorationDate: change.prorationDate });
       return {
         amountDue: preview.amountDue,
-        currency: SANDBOX_CURRENCY,
+        currency: preview.currency,
         lines: preview.lines.map((l) => ({ description: l.description, amount: l.amount, periodStart: l.periodStart, periodEnd: l.periodEnd })),
       };
     });
@@ -226,6 +237,23 @@ export class SandboxPaymentProvider extends PaymentProvider {
     return this.call('subscriptions.update', async () => {
       const plan = await this.planOf(subscriptionId, change);
       return this.delivered(subscriptionId, this.subscriptions.changeNow(subscriptionId, subscriptionId, plan, { prorationDate: change.prorationDate }));
+    });
+  }
+
+  /**
+   * The sandbox's prices are its tiers' own, the same in every plan version: a price of the subscription's own
+   * plan changes nothing; another is a change of plan, which the sandbox makes only through changeItemNow.
+   */
+  changeItemPrice(subscriptionId: string, change: { itemId: string; price: string }): Promise<Record<string, any>> {
+    return this.call('subscriptions.update', async () => {
+      const current = await this.subscriptions.find(subscriptionId);
+      if (!current) throw new PaymentProviderError('not_found', `No such subscription: '${subscriptionId}'`, 'subscription');
+      const item = current.object.items.data[0];
+      if (item.id !== change.itemId) throw new PaymentProviderError('rejected', `No such subscription item: '${change.itemId}'`, 'items[0][id]');
+      if (idOf(item.price) !== change.price) {
+        throw new PaymentProviderError('rejected', `The sandbox changes a subscription's plan only with proration: '${change.price}' is another plan.`, 'items[0][price]');
+      }
+      return current.object;
     });
   }
 

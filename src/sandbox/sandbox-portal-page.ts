@@ -86,13 +86,13 @@ function subscriptionSection(base: string, { sub, today, pending }: PortalSubscr
   const ends = sub.cancelAtPeriodEnd ? 'Ends on' : sub.status === 'trialing' ? 'Trial ends on' : 'Renews on';
   const details = [
     `<dt>Plan</dt><dd>${esc(planLabel(sub))}</dd>`,
-    `<dt>Price</dt><dd>${esc(planTotal(sub, perSeatOf(tiers, sub.tier)))}</dd>`,
+    `<dt>Price</dt><dd>${esc(planTotal(sub, perSeatOf(tiers, sub.tier), sub.currency))}</dd>`,
     `<dt>${ends}</dt><dd>${esc(formatDate(sub.currentPeriodEnd))}</dd>`,
     `<dt>Card</dt><dd>${sub.defaultPaymentMethod ? 'on file' : 'none'}</dd>`,
     `<dt>Today</dt><dd>${esc(formatDate(today))}${sub.clockOffset ? ' (test clock)' : ''}</dd>`,
   ];
   if (pending) {
-    details.push(`<dt>Pending change</dt><dd>${esc(pending.next.tier)}, ${esc(planTotal(pending.next, perSeatOf(tiers, pending.next.tier)))}, from ${esc(formatDate(pending.changeAt))}</dd>`);
+    details.push(`<dt>Pending change</dt><dd>${esc(pending.next.tier)}, ${esc(planTotal(pending.next, perSeatOf(tiers, pending.next.tier), sub.currency))}, from ${esc(formatDate(pending.changeAt))}</dd>`);
   }
   const keepOrEnd = sub.cancelAtPeriodEnd
     ? `<form method="post" action="${base}/resume"><button type="submit">Resume subscription</button></form>`
@@ -122,7 +122,7 @@ function planChoice(base: string, sub: SandboxSubscription, t: PortalTier): stri
   const key = `${esc(sub.id)}-${esc(t.tier)}`;
   const current = t.tier === sub.tier;
   const intervals = (['month', 'year'] as SandboxInterval[])
-    .map((i) => `<option value="${i}"${i === sub.interval ? ' selected' : ''}>${intervalWord(i)}, ${esc(priceText(t.tier, i, t.perSeat))}</option>`)
+    .map((i) => `<option value="${i}"${i === sub.interval ? ' selected' : ''}>${intervalWord(i)}, ${esc(priceText(t.tier, i, t.perSeat, sub.currency))}</option>`)
     .join('');
   const seats = t.perSeat
     ? `\n<p><label for="seats-${key}">Seats</label> <input id="seats-${key}" name="seats" type="number" inputmode="numeric" min="1" max="${t.maxSeats}" value="${esc(current ? sub.quantity : 1)}" required></p>`
@@ -144,15 +144,16 @@ function planChoice(base: string, sub: SandboxSubscription, t: PortalTier): stri
 export function changeReviewPage(portal: SandboxPortalSession, subId: string, review: PortalReview, tiers: PortalTier[], changedSince = false): string {
   const base = `/sandbox/portal/${esc(portal.id)}/subscriptions/${esc(subId)}`;
   const { current, next, preview } = review;
+  const { currency } = preview;
   const now = review.when === 'now';
-  const due = money(preview.amountDue);
+  const due = money(preview.amountDue, currency);
   const lines = preview.lines
-    .map((l) => `<tr><td>${esc(l.description)}</td><td>${esc(money(l.amount))}</td></tr>`)
+    .map((l) => `<tr><td>${esc(l.description)}</td><td>${esc(money(l.amount, currency))}</td></tr>`)
     .join('\n');
   const summary = now
     ? `<p class="total">Due now: <strong>${esc(due)}</strong>${review.trialing ? ' (the trial is free whatever the plan)' : ''}</p>
-${lines ? `<table><caption>What the invoice charges</caption>\n${lines}\n</table>\n` : ''}<p>Then ${esc(planTotal(next, perSeatOf(tiers, next.tier)))} from ${esc(formatDate(preview.periodEnd))}.</p>`
-    : `<p class="total">From <strong>${esc(formatDate(preview.effectiveAt))}</strong>: ${esc(planTotal(next, perSeatOf(tiers, next.tier)))}.</p>
+${lines ? `<table><caption>What the invoice charges</caption>\n${lines}\n</table>\n` : ''}<p>Then ${esc(planTotal(next, perSeatOf(tiers, next.tier), currency))} from ${esc(formatDate(preview.periodEnd))}.</p>`
+    : `<p class="total">From <strong>${esc(formatDate(preview.effectiveAt))}</strong>: ${esc(planTotal(next, perSeatOf(tiers, next.tier), currency))}.</p>
 <p>Nothing is charged now: your current plan stays until then.</p>`;
   const hidden = [
     ['tier', next.tier],
@@ -168,8 +169,8 @@ ${lines ? `<table><caption>What the invoice charges</caption>\n${lines}\n</table
     'Confirm your change',
     `<h1>Confirm your change</h1>
 ${changedSince ? '<div class="error" role="alert"><p>Nothing was charged: the subscription changed since the amount was shown. Here is the amount now.</p></div>\n' : ''}<dl>
-<dt>Current plan</dt><dd>${esc(planLabel(current))}, ${esc(planTotal(current, perSeatOf(tiers, current.tier)))}</dd>
-<dt>New plan</dt><dd>${esc(planLabel(next))}, ${esc(planTotal(next, perSeatOf(tiers, next.tier)))}</dd>
+<dt>Current plan</dt><dd>${esc(planLabel(current))}, ${esc(planTotal(current, perSeatOf(tiers, current.tier), currency))}</dd>
+<dt>New plan</dt><dd>${esc(planLabel(next))}, ${esc(planTotal(next, perSeatOf(tiers, next.tier), currency))}</dd>
 </dl>
 ${summary}
 <form method="post" action="${base}/change" class="actions">

@@ -78,6 +78,10 @@ export class SandboxSubscription {
   @Column('bigint', { name: 'clock_offset', default: 0 })
   clockOffset: number;
 
+  /** What it is billed in: its checkout's currency (lower case), one of the sandbox's price currencies. */
+  @Column('text', { default: 'eur' })
+  currency: string;
+
   /** `created` of the last event emitted for this subscription (real time, strictly increasing). */
   @Column('bigint', { name: 'last_event_created' })
   lastEventCreated: number;

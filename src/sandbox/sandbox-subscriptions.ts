@@ -9,7 +9,6 @@ import {
   invoiceObject,
   nowSeconds,
   randomId,
-  SANDBOX_CURRENCY,
   SandboxPlan,
   ScheduleState,
   scheduleObject,
@@ -58,6 +57,8 @@ export interface ClockState {
 export interface SandboxPreview extends SandboxCharge {
   prorationDate: number;
   effectiveAt: number;
+  /** The subscription's currency: what the amounts are in. */
+  currency: string;
 }
 
 /**
@@ -88,9 +89,10 @@ export class SandboxSubscriptions {
     if (!row) throw notFound(id);
     const sub = toState(row);
     requireLive(sub);
-    if (when.atPeriodEnd) return { ...nextPeriodCharge(sub, plan), prorationDate: clockOf(row), effectiveAt: sub.periodEnd };
+    const { currency } = sub;
+    if (when.atPeriodEnd) return { ...nextPeriodCharge(sub, plan), prorationDate: clockOf(row), effectiveAt: sub.periodEnd, currency };
     const at = prorationDateOf(sub, when.prorationDate === undefined ? clockOf(row) : when.prorationDate + row.clockOffset);
-    return { ...changeNowCharge(sub, plan, at), prorationDate: at, effectiveAt: at };
+    return { ...changeNowCharge(sub, plan, at), prorationDate: at, effectiveAt: at, currency };
   }
 
   /**
@@ -265,7 +267,7 @@ export class SandboxSubscriptions {
       metadata: {},
       lines: charge.lines,
       amountPaid: charge.amountDue,
-      currency: SANDBOX_CURRENCY,
+      currency: c.sub.currency,
       periodStart: charge.periodStart,
       periodEnd: charge.periodEnd,
       created: at,

@@ -82,7 +82,7 @@ export class SandboxController {
     const choice = found.mode === 'payment' ? { tier: '', interval: found.interval, quantity: found.quantity } : this.choice(found, form);
     if (typeof choice === 'string') return this.http.send(res, 400, messagePage('Invalid choice', choice, { href: `/sandbox/checkout/${id}`, label: 'Back' }));
     // The page showed another total than the choice's (changed without script): pay nothing, show the choice's.
-    if (found.mode === 'subscription' && found.status === 'open' && form.total !== undefined && Number(form.total) !== periodAmount(choice)) {
+    if (found.mode === 'subscription' && found.status === 'open' && form.total !== undefined && Number(form.total) !== periodAmount(choice, found.currency)) {
       const query = new URLSearchParams({ interval: choice.interval, seats: String(choice.quantity), recheck: '1' });
       return this.http.redirect(res, `/sandbox/checkout/${id}?${query}`);
     }

@@ -48,6 +48,8 @@ export class SandboxStore {
   ) {}
 
   async createCheckout(input: SandboxPlan & {
+    /** Lower case: one of SANDBOX_CURRENCIES; default SANDBOX_CURRENCY. */
+    currency?: string;
     trialDays: number;
     paymentMethodCollection: 'always' | 'if_required';
     metadata: Record<string, string>;
@@ -63,8 +65,8 @@ export class SandboxStore {
       pack: null,
       invoiceId: null,
       ...input,
-      amountTotal: firstCharge(input),
-      currency: SANDBOX_CURRENCY,
+      currency: input.currency ?? SANDBOX_CURRENCY,
+      amountTotal: firstCharge({ ...input, currency: input.currency ?? SANDBOX_CURRENCY }),
       customerId: input.customerId ?? null,
       created,
       expiresAt: created + CHECKOUT_TTL_S,
@@ -160,10 +162,11 @@ export class SandboxStore {
         defaultPaymentMethod: card,
         missingPaymentMethod: session.paymentMethodCollection === 'if_required' ? 'cancel' : 'create_invoice',
         scheduleId: null,
+        currency: session.currency,
       };
       const line = trial
-        ? { ...periodLine(plan, now, periodEnd), description: `Trial period for ${planLabel(plan)}`, amount: 0 }
-        : periodLine(plan, now, periodEnd);
+        ? { ...periodLine(plan, now, periodEnd, session.currency), description: `Trial period for ${planLabel(plan)}`, amount: 0 }
+        : periodLine(plan, now, periodEnd, session.currency);
       const events = [eventEnvelope(EVENT_TYPES.subscriptionCreated, subscriptionObject(sub), now)];
       // A trial of three days or less is announced at once, as the provider does.
       if (trial && session.trialDays * DAY_S <= TRIAL_WILL_END_S) events.push(eventEnvelope(TRIAL_WILL_END, subscriptionObject(sub), now));
@@ -384,6 +387,6 @@ export class SandboxStore {
 }
 
 /** What paying a subscription's session charges today: nothing for a trial, else a period of the plan. */
-function firstCharge(s: SandboxPlan & { trialDays: number }): number {
-  return s.trialDays > 0 ? 0 : unitAmount(s.tier, s.interval) * s.quantity;
+function firstCharge(s: SandboxPlan & { trialDays: number; currency: string }): number {
+  return s.trialDays > 0 ? 0 : unitAmount(s.tier, s.interval, s.currency) * s.quantity;
 }

@@ -45,4 +45,9 @@ export class PlanVersionsRepository {
   all(m: EntityManager): Promise<PlanVersion[]> {
     return m.getRepository(PlanVersion).find({ order: { tier: 'ASC', version: 'ASC' } });
   }
+
+  /** One version of a tier, if recorded. */
+  one(m: EntityManager, tier: string, version: number): Promise<PlanVersion | null> {
+    return m.getRepository(PlanVersion).findOneBy({ tier, version });
+  }
 }

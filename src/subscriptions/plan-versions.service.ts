@@ -60,6 +60,11 @@ export class PlanVersionsService implements OnApplicationBootstrap {
   all(): Promise<PlanVersion[]> {
     return this.repository.all(this.db.manager);
   }
+
+  /** One version of a tier, if recorded. */
+  async one(tier: string, version: number): Promise<PlanVersion | undefined> {
+    return (await this.repository.one(this.db.manager, tier, version)) ?? undefined;
+  }
 }
 
 /** The table's price ids of each tier, then those of its versions that the table no longer gives any tier. */

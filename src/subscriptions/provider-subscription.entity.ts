@@ -42,6 +42,18 @@ export class ProviderSubscription {
   planVersion: number | null;
 
   /**
+   * A plan migration at the period's end (spec §17): the version it moves to when its current period ends. The
+   * same trigger puts it in force on the first write that shows a period starting at or after
+   * `next_plan_version_at` (the renewal's event, or the reconciliation), and drops it when the tier changes.
+   */
+  @Column('integer', { name: 'next_plan_version', nullable: true })
+  nextPlanVersion: number | null;
+
+  /** Unix seconds: the end of the period the migration was made in, when `next_plan_version` takes over. */
+  @Column('bigint', { name: 'next_plan_version_at', nullable: true })
+  nextPlanVersionAt: number | null;
+
+  /**
    * How that tier was resolved (tier-resolution.ts): configured_price, price_metadata, lookup_key or
    * subscription_metadata. Null for a tier applied before this was recorded (migration 1764000500000).
    */

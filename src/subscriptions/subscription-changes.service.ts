@@ -16,10 +16,12 @@ import { idOf } from '../provider/provider-event';
 import { changeFailure } from '../provider/provider-failure';
 import { SubscriptionChangeOutcomes, TransactionStep } from './change-outcomes';
 import { ExpectedSubscription } from './subscription-change-claim.entity';
+import { PlanVersionsService } from './plan-versions.service';
 import { Claim, SubscriptionClaims } from './subscription-claims';
 import { ChangeSubscriptionDto, PreviewChangeDto, PreviewResponse, SubscriptionResponse, SubscriptionView, subscriptionView } from './subscription.dto';
 import { checkRequest, isUpgrade, Plan, samePlan, targetPlan, usersLimit } from './subscription-plan';
 import { LiveSubscription, SubscriptionsService } from './subscriptions.service';
+import { pricesByInterval } from './version-prices';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -59,6 +61,7 @@ export class SubscriptionChangesService {
     private readonly identity: IdentityService,
     private readonly subscriptions: SubscriptionsService,
     private readonly catalog: PriceCatalog,
+    private readonly versions: PlanVersionsService,
     private readonly claims: SubscriptionClaims,
     private readonly outcomes: SubscriptionChangeOutcomes,
     private readonly audit: AuditService,
@@ -258,11 +261,27 @@ export class SubscriptionChangesService {
     const from = { tier: currentTier, interval, seats: live.seats ?? 1 };
     const members = await this.identity.memberCount(dto.organisation_id);
     const to = targetPlan(tiers, { ...from, perSeat: tiers[currentTier].perSeat }, dto, members);
-    const price = this.catalog.priceFor(to.tier, to.interval);
-    if (!price) throw new AppException('price_not_found', `The tier ${to.tier} has no ${to.interval}ly price.`);
+    const priceId = to.tier === currentTier ? await this.versionPrice(live, currentTier, to.interval) : this.catalog.priceFor(to.tier, to.interval)?.id;
+    if (!priceId) throw new AppException('price_not_found', `The tier ${to.tier} has no ${to.interval}ly price.`);
     if (samePlan(from, to)) throw new AppException('no_change', 'The subscription already has this plan.');
     checkMembers(tiers, to, members);
-    return { live, from, to, upgrade: isUpgrade(tiers, from, to), priceId: price.id };
+    return { live, from, to, upgrade: isUpgrade(tiers, from, to), priceId };
+  }
+
+  /**
+   * The price of a change within the subscription's tier (seats, interval): its own plan version's, which such a
+   * change keeps (spec §17), for the interval, as the provider describes the version's prices. A version that
+   * sells what the tier table sells now is the catalog's (asks the provider nothing); a subscription of before
+   * plan versions has the table's.
+   */
+  private async versionPrice(live: LiveSubscription, tier: string, interval: string): Promise<string | undefined> {
+    const version = live.planVersion === null ? undefined : await this.versions.one(tier, live.planVersion);
+    const prices = version?.definition.prices;
+    if (!prices || JSON.stringify(prices) === JSON.stringify(this.provider.tierPriceIds(tier))) return this.catalog.priceFor(tier, interval)?.id;
+    const byInterval = await pricesByInterval(this.provider, prices).catch((err: unknown) => {
+      throw changeFailure(err);
+    });
+    return byInterval.get(interval);
   }
 
   /**

@@ -68,6 +68,19 @@ export interface LiveSubscription {
   planVersion: number | null;
 }
 
+/** The subscription as a move reads it, under its lock. */
+export interface MovingSubscription {
+  organisationId: string;
+  customerId: string | null;
+  tier: string | null;
+  planVersion: number | null;
+  interval: string | null;
+  periodEnd: number | null;
+  cancelAtPeriodEnd: boolean;
+  pendingChange: { tier: string | null; interval: string | null; seats: number | null } | null;
+  deleted: boolean;
+}
+
 /** A stored subscription that is not deleted, with what the reconciliation compares. */
 export interface StoredSubscription {
   id: string;
@@ -120,6 +133,22 @@ const SCHEDULE_SQL = `
   UPDATE provider_subscriptions SET schedule_id = $2, pending_change = $3::jsonb, schedule_event_created = $4,
     schedule_event_rank = $5, updated_at = now()
   WHERE subscription_id = $1`;
+
+const MOVING_SQL = `
+  SELECT organisation_id AS "organisationId", customer_id AS "customerId", tier, plan_version AS "planVersion", interval,
+         current_period_end::float8 AS "periodEnd", cancel_at_period_end AS "cancelAtPeriodEnd", pending_change AS "pendingChange",
+         deleted_event_created IS NOT NULL AS deleted
+  FROM provider_subscriptions WHERE subscription_id = $1`;
+
+// The version now. Same tier: the trigger keeps it (it moves a subscription's version only when its tier changes).
+const MOVE_NOW_SQL = `
+  UPDATE provider_subscriptions SET plan_version = $3, next_plan_version = NULL, next_plan_version_at = NULL, updated_at = now()
+  WHERE subscription_id = $1 AND tier = $2`;
+
+// The version from the end of the current period: the trigger puts it in force when a later period shows.
+const MOVE_AT_PERIOD_END_SQL = `
+  UPDATE provider_subscriptions SET next_plan_version = $3, next_plan_version_at = current_period_end, updated_at = now()
+  WHERE subscription_id = $1 AND tier = $2`;
 
 const DRIFT_COLUMNS = {
   tier: true,
@@ -270,5 +299,16 @@ export class SubscriptionsRepository {
       order: { lastEventCreated: { direction: 'DESC', nulls: 'LAST' } },
     });
     return row ? { id: row.subscriptionId, status: row.status! } : undefined;
+  }
+
+  /** The subscription as a plan migration reads it (spec §17). */
+  async moving(m: EntityManager, subscriptionId: string): Promise<MovingSubscription | undefined> {
+    const [row] = await preparedQuery<MovingSubscription>(m, MOVING_SQL, [subscriptionId]);
+    return row;
+  }
+
+  /** A plan migration's move of its version (spec §17): `now`, or from the end of its current period. */
+  async moveVersion(m: EntityManager, subscriptionId: string, tier: string, version: number, at: 'now' | 'period_end'): Promise<void> {
+    await preparedQuery(m, at === 'now' ? MOVE_NOW_SQL : MOVE_AT_PERIOD_END_SQL, [subscriptionId, tier, version]);
   }
 }

@@ -21,3 +21,4 @@ import '../billing-subscription-sandbox.e2e-spec';
 import '../sandbox-credit-packs.e2e-spec';
 import '../sandbox-auto-recharge.e2e-spec';
 import '../billing-credit-checkout.e2e-spec';
+import '../billing-currencies.e2e-spec';

@@ -3,3 +3,4 @@
 // jest.config.js).
 import '../browser-console.e2e-spec';
 import '../console-oidc.e2e-spec';
+import '../browser-console-plans.e2e-spec';

@@ -5,3 +5,4 @@ import '../console-sign-in.e2e-spec';
 import '../console-pages.e2e-spec';
 import '../console-license.e2e-spec';
 import '../console-credits.e2e-spec';
+import '../console-plans.e2e-spec';

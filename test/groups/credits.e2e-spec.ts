@@ -10,3 +10,5 @@ import '../credits-concurrency.e2e-spec';
 import '../credits-expiry.e2e-spec';
 import '../credits-cli.e2e-spec';
 import '../credits-rollover.e2e-spec';
+import '../credits-alerts.e2e-spec';
+import '../sandbox-credits-clock.e2e-spec';

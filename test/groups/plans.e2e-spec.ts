@@ -3,3 +3,5 @@
 import '../plan-versions.e2e-spec';
 import '../grandfathering.e2e-spec';
 import '../plan-admin.e2e-spec';
+import '../plan-migrations.e2e-spec';
+import '../plan-migrations-sandbox.e2e-spec';

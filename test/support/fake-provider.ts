@@ -21,13 +21,16 @@ import { signatureHeader, WEBHOOK_PATH } from './webhook-signing';
  *                                         implemented, the older hosted and embedded as the provider does); its mode's rules (see
  *                                         checkoutModeProblem): one-time prices in mode payment, recurring in
  *                                         subscription, `invoice_creation` in payment only, `subscription_data` in
- *                                         subscription only
+ *                                         subscription only; `currency` one that every line item's price has (its
+ *                                         own or a currency option), else 400 naming `currency`
  *   POST /v1/checkout/sessions/:id/expire → the session, now `expired` (only an `open` one, else 400)
  *   POST /v1/billing_portal/sessions    → a portal session for `customer` (url `${url}/portal/:id`)
  *   POST /v1/customers                  → a new customer (`metadata`, `name`, `email` kept)
  *   GET  /v1/customers/:id              → a stored customer (see `addCustomer`); a deleted one as `{ id, deleted: true }`; else 404
  *   GET  /v1/subscriptions/:id          → a stored subscription (see `addSubscription`), else 404
- *   GET  /v1/prices/:id                 → a stored price (see `addPrice`), else 404 resource_missing
+ *   GET  /v1/prices/:id                 → a stored price (see `addPrice`), else 404 resource_missing; its
+ *                                         `currency_options` (its own currency among them) only with
+ *                                         `expand[]=currency_options`, as the provider includes them
  *   GET  /v1/subscriptions              → stored subscriptions, `status` (`all`, `ended`, one status; none: all but
  *                                         canceled ones, as the provider), `customer`, `expand[]=data.schedule` (each
  *                                         one's schedule as the object of `schedules`, as the provider expands it)
@@ -120,7 +123,8 @@ export interface FakeProvider {
   setDefaultPaymentMethod(id: string, paymentMethod: string | null): void;
   /**
    * A price the provider knows (checkout refuses any other; GET /v1/prices/:id answers it): the fixture (monthly,
-   * active, 2000 usd), then `overrides`.
+   * active, 2000 usd), then `overrides`. `currency_options`: its other currencies, `{ eur: { unit_amount: 1800 } }`,
+   * each filled to the provider's shape (`custom_unit_amount`, `tax_behavior`, `unit_amount_decimal`).
    */
   addPrice(id: string, overrides?: Record<string, unknown>): Record<string, any>;
   /** Prices by id, as the provider would return them; tests may edit them in place. */
@@ -192,11 +196,16 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     return id;
   };
   const prices = new Map<string, Record<string, any>>();
+  // Each price's other currencies, kept apart: the provider shows them only when asked (not in a subscription's items).
+  const priceOptions = new Map<string, Record<string, ReturnType<typeof currencyOption>>>();
   const addPrice = (id: string, overrides: Record<string, unknown> = {}) => {
-    const price = { ...fixture('price'), id, created: nowSeconds(), livemode: false, lookup_key: null, ...overrides };
+    const { currency_options: options, ...rest } = overrides as { currency_options?: Record<string, Record<string, unknown>> };
+    const price = { ...fixture('price'), id, created: nowSeconds(), livemode: false, lookup_key: null, ...rest };
+    priceOptions.set(id, Object.fromEntries(Object.entries(options ?? {}).map(([c, o]) => [c, currencyOption(o)])));
     prices.set(id, price);
     return price;
   };
+  const currenciesOf = (price: Record<string, any>) => [price.currency as string, ...Object.keys(priceOptions.get(price.id) ?? {})];
   for (const id of opts.prices ?? []) addPrice(id);
   const idempotent = new Map<string, { fingerprint: string; status: number; body: unknown }>();
   // Keys of POSTs being carried out (held ones too), until their answer is kept: another request with one is
@@ -328,11 +337,13 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
     const price = /^\/v1\/prices\/([^/]+)$/.exec(req.path);
     if (req.method === 'GET' && price) {
       const id = decodeURIComponent(price[1]);
-      const invalid = validate('GET /v1/prices/{price}', req.query, { price: id });
+      const invalid = validate('GET /v1/prices/{price}', req.query, { price: id }) ?? unsupportedExpansion(req.query, ['currency_options']);
       if (invalid) return invalid;
       const found = prices.get(id);
-      if (found) return [200, found];
-      return [404, missing('price', id, 'price')];
+      if (!found) return [404, missing('price', id, 'price')];
+      // Includable only: the provider answers currency_options when asked, its own currency among them.
+      if (!expansions(req.query).includes('currency_options')) return [200, found];
+      return [200, { ...found, currency_options: { [found.currency]: currencyOption(found), ...priceOptions.get(id) } }];
     }
     if (req.method === 'GET' && req.path === '/v1/subscriptions') {
       const invalid =
@@ -379,12 +390,22 @@ export async function startFakeProvider(opts: { prices?: string[] } = {}): Promi
       if (unknownPrice >= 0) return [400, missing('price', items[unknownPrice].price, `line_items[${unknownPrice}][price]`)];
       const modeProblem = checkoutModeProblem(b, items.map((item) => prices.get(item.price)));
       if (modeProblem) return [400, stripeError({ type: 'invalid_request_error', ...modeProblem })];
+      const itemPrices = items.flatMap((item) => prices.get(item.price) ?? []);
+      const lacking = b.currency === undefined ? undefined : itemPrices.find((p) => !currenciesOf(p).includes(b.currency));
+      if (lacking) {
+        const sold = currenciesOf(lacking).map((c) => `\`${c}\``).join(', ');
+        return [
+          400,
+          stripeError({ type: 'invalid_request_error', param: 'currency', message: `The price specified supports currencies of ${sold} which doesn't include the expected currency of \`${b.currency}\`.` }),
+        ];
+      }
       const id = newId('cs_test_');
       return [
         200,
         addCheckoutSession({
           id,
           mode: b.mode ?? 'payment',
+          currency: b.currency ?? itemPrices[0]?.currency ?? null,
           customer: b.customer ?? null,
           client_reference_id: b.client_reference_id ?? null,
           metadata: b.metadata ?? {},
@@ -694,11 +715,27 @@ export function unsupported(params: Record<string, unknown>, implemented: string
   return name === undefined ? undefined : [400, stripeError({ type: 'invalid_request_error', param: name, message: `The test double does not implement ${name}` })];
 }
 
+/** The `expand[]` values of a request. */
+function expansions(params: Record<string, unknown>): unknown[] {
+  return params.expand === undefined ? [] : Array.isArray(params.expand) ? (params.expand as unknown[]) : [params.expand];
+}
+
 /** An `expand[]` this double does not carry out (`implemented`: those it does): refused, never silently ignored. */
 function unsupportedExpansion(params: Record<string, unknown>, implemented: string[]): [number, unknown] | undefined {
-  const asked = params.expand === undefined ? [] : Array.isArray(params.expand) ? (params.expand as unknown[]) : [params.expand];
-  const other = asked.find((e) => typeof e !== 'string' || !implemented.includes(e));
+  const other = expansions(params).find((e) => typeof e !== 'string' || !implemented.includes(e));
   return other === undefined ? undefined : [400, stripeError({ type: 'invalid_request_error', param: 'expand', message: `The test double does not implement expand[]=${String(other)}` })];
+}
+
+/** A price's amount in one currency, in the provider's shape of a `currency_options` entry (`tiers` only for a tiered price). */
+function currencyOption(o: Record<string, any>) {
+  const unitAmount = (o.unit_amount ?? null) as number | null;
+  return {
+    custom_unit_amount: o.custom_unit_amount ?? null,
+    tax_behavior: o.tax_behavior ?? 'unspecified',
+    ...(o.tiers ? { tiers: o.tiers } : {}),
+    unit_amount: unitAmount,
+    unit_amount_decimal: o.unit_amount_decimal ?? (unitAmount === null ? null : String(unitAmount)),
+  };
 }
 
 /** The provider's list order: newest first, by `created`, then the later stored first. */

@@ -97,9 +97,10 @@ export function createClient(options: ClientOptions) {
     health: () => call(api.GET('/api/health')),
     /**
      * `GET /api/billing/plans` (public): every tier with features, limits, trial days and prices, and the credit packs
-     * with their one-time prices, for a pricing page.
+     * with their one-time prices, for a pricing page. `currency` (e.g. `'eur'`, any case): every price in it, from
+     * the provider's currency options (400 `currency_unavailable` when a price has none).
      */
-    plans: () => call(api.GET('/api/billing/plans')),
+    plans: (query: paths['/api/billing/plans']['get']['parameters']['query'] = {}) => call(api.GET('/api/billing/plans', { params: { query } })),
 
     // The signed-in user (session or JWT).
     /** `GET /api/me`: the caller and a page of their organisations (`limit`, `starting_after`), with role and tier. */
@@ -278,6 +279,15 @@ export function createClient(options: ClientOptions) {
           body: Body<'/api/admin/plans/{tier}/migrations/preview', 'post'> = {},
           query: paths['/api/admin/plans/{tier}/migrations/preview']['post']['parameters']['query'] = {},
         ) => call(api.POST('/api/admin/plans/{tier}/migrations/preview', { params: { path: { tier }, query }, body })),
+        /**
+         * `POST /api/admin/plans/{tier}/migrations` (202): starts moving the tier's subscriptions to `to_version`, `at`
+         * `now` or at each one's period end; answers the migration (`status: running`). 409 `migration_running` while
+         * one runs for the tier.
+         */
+        startMigration: (tier: string, body: Body<'/api/admin/plans/{tier}/migrations', 'post'>) =>
+          call(api.POST('/api/admin/plans/{tier}/migrations', { params: { path: { tier } }, body })),
+        /** `GET /api/admin/plans/migrations/{id}`: the migration's status, done and failed counts, and first errors. */
+        migration: (id: string) => call(api.GET('/api/admin/plans/migrations/{id}', { params: { path: { id } } })),
       },
       /** `GET /api/admin/audit`: the audit log, newest first, a page at a time (`starting_after`: the last entry's id). */
       audit: (query: paths['/api/admin/audit']['get']['parameters']['query'] = {}) => call(api.GET('/api/admin/audit', { params: { query } })),

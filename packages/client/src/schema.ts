@@ -417,6 +417,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/plans/{tier}/migrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Moves the tier’s live subscriptions (on from_version, or every older version) to to_version (default: the newest), now or at each one’s period end, on the job queue; one migration per tier at a time */
+        post: operations["PlansController_start"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/plans/migrations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A migration: its status, how many subscriptions it moved and could not, and the first 20 it could not */
+        get: operations["PlansController_migration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/licensing/credits": {
         parameters: {
             query?: never;
@@ -560,7 +594,7 @@ export interface paths {
         };
         /**
          * The plans a pricing page shows (public)
-         * @description Every tier of the tier table in its order, free first: features, limits, trial days, and the prices the provider confirmed (read in the background; a price it does not know or that is inactive is left out).
+         * @description Every tier of the tier table in its order, free first: features, limits, trial days, and the prices the provider confirmed (read in the background; a price it does not know or that is inactive is left out). With `currency`, each price's amount in that currency, from the provider's currency options of the price.
          */
         get: operations["BillingController_listPlans"];
         put?: never;
@@ -1049,6 +1083,7 @@ export interface components {
              *     - `invalid_credit_metric` (400): The metric is not one counted per billing period (ai_tokens, or a further metric declared per_period): credits are for those only.
              *     - `negative_amount` (400): A metric counted per billing period (ai_tokens, or one declared per_period) can only grow.
              *     - `no_change` (400): The change names the plan the subscription already has (the same tier, interval and seats).
+             *     - `currency_unavailable` (400): A price of the plan list or of the checkout has no currency option of that currency at the payment provider (its currency_options).
              *     - `price_not_found` (400): The tier has no price with that interval (PAYPROVIDER_PRICE_<TIER>, as the provider confirmed it).
              *     - `invalid_proration_date` (400): The change's proration_date is not within the subscription's current period (a preview's from an earlier period): preview again (the message is the provider's).
              *     - `tax_location_invalid` (400): The payment provider cannot tell the customer's tax location (automatic tax): the customer's address needs fixing (the message is the provider's).
@@ -1084,6 +1119,7 @@ export interface components {
              *     - `audit_entry_not_found` (404): No audit entry with that id (the console's audit entry page).
              *     - `reservation_not_found` (404): No reservation with that id.
              *     - `grant_not_found` (404): The organisation has no credit grant with that id.
+             *     - `plan_migration_not_found` (404): No plan migration with that id.
              *     - `notification_not_found` (404): No outbound notification with that webhook-id (notifications:retry).
              *     - `request_timeout` (408): The request (headers and body) did not arrive within REQUEST_TIMEOUT_S; the connection is closed.
              *     - `email_taken` (409): A user with that email already exists (under another external_id, or none).
@@ -1097,6 +1133,7 @@ export interface components {
              *     - `subscription_exists` (409): The organisation already has a live subscription: change the plan in the billing portal.
              *     - `seats_below_members` (409): Fewer seats (or a tier allowing fewer users) than the organisation has members: remove members first.
              *     - `pending_change_limit` (409): A change pending at the payment provider (fewer seats, or a tier allowing fewer users, from the period's end) leaves no room for another member: release it or change to more seats first.
+             *     - `migration_running` (409): A migration of the tier's subscriptions is running: wait for it to end (GET /api/admin/plans/migrations/{id}).
              *     - `change_in_progress` (409): Another change of the organisation's subscription is being made at this moment, or the last one's outcome at the payment provider is not known yet; retry after Retry-After seconds.
              *     - `payload_too_large` (413): The body is larger than 1 MiB.
              *     - `unsupported_media_type` (415): A body on an /api route that is not JSON (Content-Type: application/json), e.g. a form post; or a JSON charset other than UTF-8.
@@ -1117,7 +1154,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "unknown_plan_version" | "invalid_version_range" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "reservation_exceeded" | "invalid_credit_metric" | "negative_amount" | "no_change" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "insufficient_credits" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "reservation_not_found" | "grant_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "no_payment_method" | "last_owner" | "idempotency_key_reused" | "idempotency_conflict" | "reservation_committed" | "reservation_released" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
+            code: "bad_request" | "error" | "invalid_json" | "json_too_deep" | "nul_character" | "validation_failed" | "session_id_required" | "invalid_session_id" | "payment_not_completed" | "organisation_id_required" | "invalid_tier" | "unknown_plan_version" | "invalid_version_range" | "tier_not_for_sale" | "invalid_pack" | "pack_not_for_sale" | "invalid_return_url" | "invalid_cursor" | "unknown_entitlement" | "invalid_override_value" | "reservation_exceeded" | "invalid_credit_metric" | "negative_amount" | "no_change" | "currency_unavailable" | "price_not_found" | "invalid_proration_date" | "tax_location_invalid" | "invalid_event" | "invoice_invalid" | "tier_unresolvable" | "signature_missing" | "signature_malformed" | "signature_timestamp_out_of_tolerance" | "signature_invalid" | "unauthenticated" | "service_key_required" | "invalid_service_key" | "metrics_token_required" | "limit_exceeded" | "insufficient_credits" | "payment_failed" | "forbidden" | "organisation_forbidden" | "role_forbidden" | "service_keys_not_configured" | "session_not_accepted" | "not_found" | "organisation_not_found" | "user_not_found" | "membership_not_found" | "session_not_found" | "no_customer" | "event_not_found" | "no_subscription" | "no_pending_change" | "override_not_found" | "audit_entry_not_found" | "reservation_not_found" | "grant_not_found" | "plan_migration_not_found" | "notification_not_found" | "request_timeout" | "email_taken" | "no_payment_method" | "last_owner" | "idempotency_key_reused" | "idempotency_conflict" | "reservation_committed" | "reservation_released" | "checkout_in_progress" | "subscription_exists" | "seats_below_members" | "pending_change_limit" | "migration_running" | "change_in_progress" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "too_many_requests" | "rate_limited" | "internal_error" | "payment_provider_error" | "provider_error" | "provider_timeout" | "payment_provider_busy" | "service_unavailable" | "database_unavailable" | "jwks_unavailable" | "database_timeout" | "signing_key_missing" | "event_not_stored";
         };
         UserRecord: {
             /** Format: uuid */
@@ -1893,6 +1930,61 @@ export interface components {
             /** @description More organisations follow: pass the last organisation_id as starting_after */
             has_more: boolean;
         };
+        StartMigrationBody: {
+            /**
+             * @description Only the subscriptions on this version (default: every version older than to_version)
+             * @example 1
+             */
+            from_version?: number;
+            /**
+             * @description The version they would move to (default: the newest)
+             * @example 2
+             */
+            to_version?: number;
+            /**
+             * @description When each subscription moves: now, or at the end of its current period
+             * @example period_end
+             * @enum {string}
+             */
+            at: "now" | "period_end";
+        };
+        MigrationError: {
+            /** @example sub_1MowQVLkdIwHu7ixeRlqHVzs */
+            subscription_id: string;
+            /** @description Why it was not moved (the provider refused it, or it is no longer of the tier) */
+            message: string;
+        };
+        MigrationRead: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * @example pro
+             * @enum {string}
+             */
+            tier: "free" | "pro" | "team" | "enterprise";
+            /** @description null: every version older than to_version */
+            from_version: number | null;
+            to_version: number;
+            /** @enum {string} */
+            at: "now" | "period_end";
+            /**
+             * @description failed: it ended with some subscriptions not moved (see failed and errors)
+             * @enum {string}
+             */
+            status: "running" | "done" | "failed";
+            /** @description Subscriptions it moves (live on an older version, or on from_version, when it started) */
+            total: number;
+            /** @description Moved (at period_end: their version set to change at their period end) */
+            done: number;
+            /** @description Not moved, left on their version */
+            failed: number;
+            /** @description The first 20 not moved */
+            errors: components["schemas"]["MigrationError"][];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+        };
         IncludedAmount: {
             /** @description The included amount of the period (the limit in force) */
             limit: number;
@@ -2311,6 +2403,11 @@ export interface components {
              * @example 5
              */
             seats?: number;
+            /**
+             * @description The session's currency: one of the price's currency options (GET /api/billing/plans?currency= shows the amounts; 400 currency_unavailable otherwise); default: the price's own currency. ISO 4217 code, any case.
+             * @example eur
+             */
+            currency?: string;
             /**
              * @description Absolute URL under APP_URL; default APP_URL/billing/success?session_id={CHECKOUT_SESSION_ID}
              * @example http://localhost:3000/billing/success?session_id={CHECKOUT_SESSION_ID}
@@ -5486,6 +5583,216 @@ export interface operations {
             };
         };
     };
+    PlansController_start: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tier: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartMigrationBody"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MigrationRead"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    PlansController_migration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MigrationRead"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     CreditsController_credits: {
         parameters: {
             query: {
@@ -6282,7 +6589,10 @@ export interface operations {
     };
     BillingController_listPlans: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Every price's amount in this currency, from the provider's currency options of the price (400 currency_unavailable when a price has none); default: each price's own currency. ISO 4217 code, any case. */
+                currency?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6296,6 +6606,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PlanList"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             408: {

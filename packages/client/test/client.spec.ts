@@ -176,7 +176,7 @@ describe('packages/client against the service', () => {
     expect(await user.explain(organisation.id)).toEqual(explained);
   });
 
-  it('lists the plan versions and previews a migration, typed; the free tier is refused', async () => {
+  it('lists the plan versions, previews a migration and starts and reads one, typed; the free tier is refused', async () => {
     const backEnd = createClient({ baseUrl: t.baseUrl, serviceKey: KEY });
     const plans = await backEnd.admin.plans.list();
     expect(plans.map((p) => [p.tier, p.versions.map((v) => v.version)])).toEqual([
@@ -194,6 +194,12 @@ describe('packages/client against the service', () => {
     });
     const refused = await backEnd.admin.plans.previewMigration('free').catch((err: unknown) => err);
     expect(isServiceError(refused, 'invalid_tier')).toBe(true);
+    // A migration with nothing to move ends as it starts; its read is the same.
+    const started = await backEnd.admin.plans.startMigration('pro', { at: 'period_end' });
+    expect(started).toMatchObject({ tier: 'pro', from_version: null, to_version: 1, at: 'period_end', status: 'done', total: 0, done: 0, failed: 0, errors: [] });
+    expect(await backEnd.admin.plans.migration(started.id)).toEqual(started);
+    const free = await backEnd.admin.plans.startMigration('free', { at: 'now' }).catch((err: unknown) => err);
+    expect(isServiceError(free, 'invalid_tier')).toBe(true);
   });
 });
 

@@ -46,10 +46,14 @@ export function useUsage(metric: Metric): Read<Schemas['LimitEntitlement']> {
   return useMemo(() => ({ ...entitlements, data: usage }), [entitlements, usage]);
 }
 
-/** Every tier with its features, limits, trial days and prices, and the credit packs (`GET /api/billing/plans`). */
-export function usePlans(): Read<Schemas['PlanList']> {
+/**
+ * Every tier with its features, limits, trial days and prices, and the credit packs (`GET /api/billing/plans`);
+ * with `currency` (e.g. `'eur'`), every price in that currency (a price without it: a `currency_unavailable` error).
+ */
+export function usePlans(options: { currency?: string } = {}): Read<Schemas['PlanList']> {
   const { client } = useBilling();
-  return useRead(PLANS_KEY, () => client.plans());
+  const currency = options.currency?.toLowerCase();
+  return useRead(currency ? `${PLANS_KEY}:${currency}` : PLANS_KEY, () => client.plans(currency ? { currency } : {}));
 }
 
 /** The live subscription with its seats and pending change; `data` is null when there is none. */

@@ -236,4 +236,9 @@ describe('the components\' markup (server-rendered from the cache)', () => {
   it('renders "Loading…" while nothing is cached (nothing is fetched on the server)', () => {
     expect(render(<PricingTable />, {})).toBe('<p class="bl-loading" role="status">Loading…</p>');
   });
+
+  it('PricingTable in a currency reads its own list: the one in the prices\' own currencies does not stand in for it', () => {
+    expect(render(<PricingTable currency="GBP" />, { plans, subscription: { subscription: null } })).toBe('<p class="bl-loading" role="status">Loading…</p>');
+    expect(render(<PricingTable />, { plans, subscription: { subscription: null } })).toContain('€29.00 per month');
+  });
 });

@@ -18,6 +18,12 @@ export interface PricingTableProps {
   onRedirect?: Redirect;
   /** The heading's level (default 2; each plan's is one below). */
   headingLevel?: 2 | 3 | 4;
+  /**
+   * The currency to show and sell in (e.g. `'eur'`): every price from the provider's currency options, and the
+   * checkout in it (a price without it: the error state). Default: each price's own currency. A change of a
+   * subscription stays in the subscription's currency.
+   */
+  currency?: string;
 }
 
 type Interval = 'month' | 'year';
@@ -32,7 +38,7 @@ type Tier = Schemas['Plan']['tier'];
 export function PricingTable(props: PricingTableProps) {
   const labels = useLabels(props.labels);
   const { client, organisationId, format } = useBilling();
-  const plans = usePlans();
+  const plans = usePlans(props.currency ? { currency: props.currency } : {});
   const subscription = useSubscription();
   const flow = useChangeFlow(labels);
   const titleId = useId();
@@ -70,6 +76,7 @@ export function PricingTable(props: PricingTableProps) {
         tier: plan.tier,
         interval,
         ...perSeat,
+        ...(props.currency ? { currency: props.currency } : {}),
         ...(props.successUrl ? { success_url: props.successUrl } : {}),
         ...(props.cancelUrl ? { cancel_url: props.cancelUrl } : {}),
       });
