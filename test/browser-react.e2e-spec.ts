@@ -69,8 +69,15 @@ describe('the React components in the example web app', () => {
   async function state(auth: Record<string, string>, orgId: string) {
     const { subscription } = (await t.http().get('/api/billing/subscription').set(auth).query({ organisation_id: orgId }).expect(200)).body;
     const history = (await t.http().get('/api/billing/history').set(auth).query({ organisation_id: orgId }).expect(200)).body.data;
-    return { subscription, paid: history.map((h: { amount_paid: number }) => h.amount_paid) };
+    return { subscription, paid: history.map((h: { amount_paid: number }) => h.amount_paid) as number[] };
   }
+
+  /** The state once the billing history has `count` paid invoices: they come with the provider's events, after its answer. */
+  const stateWithPaid = (auth: Record<string, string>, orgId: string, count: number) =>
+    waitFor(`${count} paid invoice(s) in the billing history`, async () => {
+      const s = await state(auth, orgId);
+      return s.paid.length >= count && s;
+    });
 
   async function open(viewport: { width: number; height: number }, orgId: string, token: string, path: string) {
     const context = await browser!.newContext({ viewport, locale: 'en-US', ...(viewport === PHONE ? { isMobile: true, hasTouch: true } : {}) });
@@ -111,7 +118,7 @@ describe('the React components in the example web app', () => {
     await Promise.all([page.waitForURL(new RegExp(`^${appUrl}/billing/success\\?session_id=cs_`)), page.getByRole('button', { name: 'Pay €29.00' }).click()]);
     await page.getByText('Payment received: welcome to your new plan.').waitFor();
     await manager.getByText('Pro', { exact: true }).waitFor();
-    expect(await state(owner.auth, orgId)).toMatchObject({ subscription: { tier: 'pro', interval: 'month' }, paid: [2900] });
+    expect(await stateWithPaid(owner.auth, orgId, 1)).toMatchObject({ subscription: { tier: 'pro', interval: 'month' }, paid: [2900] });
 
     // Pro's gate opens; team's stays shut.
     await page.getByRole('link', { name: 'Workspace' }).click();
@@ -134,7 +141,7 @@ describe('the React components in the example web app', () => {
     // Confirmed: charged what was shown.
     await preview.getByRole('button', { name: `Confirm and pay ${due}` }).click();
     await page.getByRole('status').filter({ hasText: 'Your plan was changed.' }).waitFor();
-    const changed = await state(owner.auth, orgId);
+    const changed = await stateWithPaid(owner.auth, orgId, 2);
     expect(changed.subscription).toMatchObject({ tier: 'team', seats: 3, interval: 'month', pending_change: null });
     expect(changed.paid.map(euros)).toContain(due);
     await manager.getByText('Team', { exact: true }).waitFor();
@@ -210,7 +217,7 @@ describe('the React components in the example web app', () => {
     await Promise.all([page.waitForURL(/\/sandbox\/checkout\/cs_/), credits.getByRole('button', { name: 'Buy 1,000,000 AI tokens for €10.00' }).click()]);
     await Promise.all([page.waitForURL(/\/billing\/success\?session_id=cs_\w+&credits=1$/), page.getByRole('button', { name: 'Pay €10.00' }).click()]);
     await page.getByText('Payment received: your credits are on their way.').waitFor();
-    expect((await state(owner.auth, orgId)).paid).toEqual([1000]);
+    expect((await stateWithPaid(owner.auth, orgId, 1)).paid).toEqual([1000]);
     // The sandbox's paid event grants the pack; once the service has it, the workspace shows the balance grown.
     const read = async () => (await t.http().get('/api/licensing/credits').set(owner.auth).query({ organisation_id: orgId }).expect(200)).body.data[0];
     const granted = await waitFor('the pack granted', async () => ((await read()).balance === 1_000_000 ? read() : undefined));
