@@ -16,7 +16,8 @@ describe('sandbox: automatic top-ups', () => {
   beforeAll(async () => {
     t = await startTestApp({ env: { APP_URL: APP, SERVICE_API_KEYS: KEY, TIERS_FILE: creditsTiersFile(CREDITS_TABLE) } });
   });
-  afterAll(() => t.close());
+  // Its close waits for the job queue and the sandbox's deliveries under way: a teardown hook's 120 s, as the outage specs'.
+  afterAll(() => t.close(), 120_000);
 
   const report = (org: string, amount: number) =>
     t.http().post('/api/licensing/usage').set('X-Service-Key', KEY).send({ organisation_id: org, metric: 'ai_tokens', amount }).expect(200);
