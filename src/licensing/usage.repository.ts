@@ -316,12 +316,12 @@ ${KEY_CTES_SQL}` : ''}`;
 
 /**
  * An accepted report or commit that left a credits metric's `available` below its enabled automatic top-up's
- * threshold (spec §16.4): one primary-key lookup, for credits metrics only; the purchase itself is credits', after
+ * threshold (spec §16.4; the threshold read by credits.recharge_threshold, as the low-credits alert reads it): one
+ * primary-key lookup, for credits metrics only; the purchase itself is credits', after
  * the commit (UsageCommits).
  */
 const RECHARGE_DUE = `(o.accepted AND NOT o.retry AND o.kind <> 'hold' AND o.policy = 'credits'
-                      AND EXISTS (SELECT 1 FROM credit_auto_recharges ar
-                                  WHERE ar.organisation_id = o.org AND ar.metric = o.metric AND ar.enabled AND o.available < ar.threshold))`;
+                      AND EXISTS (SELECT 1 FROM credits.recharge_threshold(o.org, o.metric) t WHERE o.available < t.threshold))`;
 
 const applySqlAnswer = (keyed: boolean, handedOn: string) => `
   SELECT e.n,
