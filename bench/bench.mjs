@@ -27,6 +27,7 @@ const WEBHOOKS_HOT = 'POST /api/webhooks/payprovider (one hot subscription)';
 // BENCH_ONLY=status runs only the scenarios whose name contains it (besides the baseline; BENCH_ONLY=webhooks
 // runs both webhook steps, BENCH_ONLY=hot the hot-subscription one);
 // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=prof" profiles the server while it is measured;
+// BENCH_KEEP_DB=1 keeps the database on DATABASE_URL's server afterwards (to study its statements with psql);
 // BENCH_SERVER_STDOUT=1 shows the server's output (with BENCH_NODE_ARGS=--trace-gc, its GC pauses).
 // BENCH_SCALE=1 then grows the database to BENCH_SCALE_ROWS (default 1M) organisations, users and
 // memberships and measures the status read again.
@@ -80,6 +81,7 @@ async function prepareDatabase() {
       name,
       label: `PostgreSQL at ${admin.host} (DATABASE_URL)`,
       cleanup: async () => {
+        if (process.env.BENCH_KEEP_DB === '1') return console.log(`kept the database ${name} (BENCH_KEEP_DB=1)`);
         await adminQuery(admin.toString(), `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
         rmSync(dataDir, { recursive: true, force: true });
       },

@@ -187,6 +187,56 @@ describe('credits: reservations', () => {
     expect((await commit(held.id, { amount: 10, organisation_id: a }).expect(200)).body.used).toBe(10);
   });
 
+  it('holds, commits and reports arriving at once are grouped as single reports are: each gets its own answer, the room is never overdrawn', async () => {
+    const [org, other] = [await newOrg(), await newOrg()];
+    await giveCredits(t, org, 50); // room: 100 included + 50
+    const earlier = (await reserve(org, 20).expect(201)).body;
+    const others = (await reserve(other, 5).expect(201)).body;
+    const answers = await Promise.all([
+      ...Array.from({ length: 10 }, () => reserve(org, 10)),
+      ...Array.from({ length: 3 }, () => report(org, 10)),
+      commit(earlier.id, { amount: 15, organisation_id: org }),
+      commit(others.id, { amount: 5, organisation_id: org }),
+      reserve('00000000-0000-4000-8000-00000000beef', 1),
+      ...Array.from({ length: 3 }, () => reserve(org, 10, { idempotency_key: 'grouped-once' })),
+    ]);
+    const statuses = answers.map((r) => r.status);
+    // 150 of room: 20 held then committed as 15 (5 given back), 10 holds of 10, 3 reports of 10 and one keyed hold of 10:
+    // 15 + 140 = 155 asked of 150, so exactly one hold or report of 10 is refused, and 5 stay available.
+    expect(statuses.slice(13, 16)).toEqual([200, 404, 404]);
+    expect(answers[14].body.code).toBe('reservation_not_found');
+    expect(answers[15].body.code).toBe('organisation_not_found');
+    const refused = statuses.slice(0, 13).filter((s) => s === 402).length + (statuses[16] === 402 ? 1 : 0);
+    expect(refused).toBe(1);
+    expect(new Set(answers.slice(16).map((r) => r.body.id)).size).toBe(1);
+    expect(statuses.slice(16).every((s) => s === statuses[16])).toBe(true);
+    const heldNow = (await reservations(org)).filter((r) => r.status === 'held').reduce((sum, r) => sum + Number(r.amount), 0);
+    expect(heldNow + (await used(org))).toBe(145);
+    expect(await credits(org)).toMatchObject({ available: 5 });
+    expect(await reservations(other)).toEqual([{ amount: 5, status: 'held', spent: null }]);
+    expect(await ledgerMismatches(t, org)).toEqual([]);
+  });
+
+  it('a group whose statement fails: every hold and commit of it answers 500, nothing held, committed or counted', async () => {
+    const org = await newOrg();
+    const held = (await reserve(org, 10).expect(201)).body;
+    // The database refuses this organisation's counter writes (as a failing disk or a killed backend would); holds and commits write the counter.
+    await t.db.query(`CREATE FUNCTION refuse_holds() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$`);
+    await t.db.query(
+      `CREATE TRIGGER refuse_holds BEFORE INSERT OR UPDATE ON usage_counters FOR EACH ROW WHEN (NEW.organisation_id = '${org}') EXECUTE FUNCTION refuse_holds()`,
+    );
+    try {
+      const answers = await Promise.all([...Array.from({ length: 8 }, () => reserve(org, 1)), commit(held.id, { amount: 4 })]);
+      expect(answers.map((r) => r.status)).toEqual(Array(9).fill(500));
+    } finally {
+      await t.db.query('DROP TRIGGER refuse_holds ON usage_counters');
+      await t.db.query('DROP FUNCTION refuse_holds()');
+    }
+    expect(await reservations(org)).toEqual([{ amount: 10, status: 'held', spent: null }]);
+    expect(await used(org)).toBe(0);
+    expect((await commit(held.id, { amount: 4 }).expect(200)).body.used).toBe(4);
+  });
+
   it('bad input: 400 in the shared error shape, nothing held', async () => {
     const org = await newOrg();
     const bad = async (body: Record<string, unknown>) => {

@@ -30,7 +30,9 @@ const MAX_STATEMENTS = 4;
 const MAX_ROUNDS = 5;
 
 interface Waiting {
-  event: UsageEvent;
+  event: StatementEvent;
+  /** The queue it waits in: its organisation's (a commit that names none: its reservation's). */
+  queue: string;
   resolve: (outcome: UsageOutcome) => void;
   reject: (err: unknown) => void;
 }
@@ -39,7 +41,8 @@ interface Waiting {
  * Records usage reported by trusted back-ends (spec §7, §13): every report, single or in a batch, goes
  * through one statement (UsageRepository.apply) that applies events in order under the counters' row locks.
  *
- * Single reports are grouped: while MAX_STATEMENTS statements are under way, the reports that arrive wait,
+ * Single reports, holds and commits (spec §16.5) are grouped: while MAX_STATEMENTS statements are under way, the
+ * reports that arrive wait,
  * and go together in the next one, as a batch would; an organisation's reports in arrival order, and never
  * in two statements at once (a report for an organisation with a statement under way waits for it). One
  * statement and one commit then serve many reports, whether of one hot organisation (where each used to hold
@@ -49,9 +52,9 @@ interface Waiting {
  */
 @Injectable()
 export class UsageService {
-  /** Waiting reports by organisation, organisations in the order their first waiting report arrived. */
+  /** Waiting reports by queue (their organisation), queues in the order their first waiting report arrived. */
   private readonly waiting = new Map<string, Waiting[]>();
-  /** Organisations with a statement under way. */
+  /** Queues with a statement under way. */
   private readonly busy = new Set<string>();
   private running = 0;
   /** The metrics of the tier table that reports may name. */
@@ -72,26 +75,17 @@ export class UsageService {
   /** A single report: its answer, or throws what a refused one answers (400, 402, 404, 409). */
   async record(event: UsageEvent): Promise<UsageAnswer> {
     checkEvent(event, this);
-    const outcome = await new Promise<UsageOutcome>((resolve, reject) => {
-      const queue = this.waiting.get(event.organisationId);
-      if (queue) queue.push({ event, resolve, reject });
-      else this.waiting.set(event.organisationId, [{ event, resolve, reject }]);
-      this.start();
-    });
-    if ('error' in outcome) throw outcome.error;
-    return (outcome as { answer: UsageAnswer }).answer;
+    return ((await this.single(event, event.organisationId)) as { answer: UsageAnswer }).answer;
   }
 
   /**
    * A hold (spec §16.5): `amount` held against what the metric allows for `ttlS` seconds, exactly as a report of
-   * it would be checked; throws what a refused one answers (402, 404, 409). Through the usage statement, in its
-   * transaction like a keyed report.
+   * it would be checked; throws what a refused one answers (402, 404, 409). Grouped as a single report is, in its
+   * statement's transaction like a keyed report.
    */
   async reserve(event: UsageEvent & { holdTtlS: number }): Promise<ReservationAnswer> {
     checkEvent(event, this);
-    const [outcome] = await this.apply([event]);
-    if ('error' in outcome) throw outcome.error;
-    return (outcome as { reservation: ReservationAnswer }).reservation;
+    return ((await this.single(event, event.organisationId)) as { reservation: ReservationAnswer }).reservation;
   }
 
   /**
@@ -100,9 +94,20 @@ export class UsageService {
    * With `organisationId`, a reservation of another organisation is unknown (404), as if it did not exist.
    */
   async commit(reservation: string, amount: number, organisationId?: string): Promise<UsageAnswer> {
-    const [outcome] = await this.apply([organisationId === undefined ? { reservation, amount } : { reservation, amount, organisationId }]);
+    const event = organisationId === undefined ? { reservation, amount } : { reservation, amount, organisationId };
+    return ((await this.single(event, organisationId ?? `reservation ${reservation}`)) as { answer: UsageAnswer }).answer;
+  }
+
+  /** One event, grouped with the others waiting (see the class): its answer, or throws what it was refused with. */
+  private async single(event: StatementEvent, queue: string): Promise<UsageOutcome> {
+    const outcome = await new Promise<UsageOutcome>((resolve, reject) => {
+      const waiting = this.waiting.get(queue);
+      if (waiting) waiting.push({ event, queue, resolve, reject });
+      else this.waiting.set(queue, [{ event, queue, resolve, reject }]);
+      this.start();
+    });
     if ('error' in outcome) throw outcome.error;
-    return (outcome as { answer: UsageAnswer }).answer;
+    return outcome;
   }
 
   /** Events in order (at most MAX_EVENTS, their amounts checked), each with its own outcome. */
@@ -131,12 +136,12 @@ export class UsageService {
   private start(): void {
     while (this.running < MAX_STATEMENTS) {
       const group: Waiting[] = [];
-      for (const [organisationId, queue] of this.waiting) {
+      for (const [queue, waiting] of this.waiting) {
         if (group.length === MAX_EVENTS) break;
-        if (this.busy.has(organisationId)) continue;
-        group.push(...queue.splice(0, MAX_EVENTS - group.length));
-        if (!queue.length) this.waiting.delete(organisationId);
-        this.busy.add(organisationId);
+        if (this.busy.has(queue)) continue;
+        group.push(...waiting.splice(0, MAX_EVENTS - group.length));
+        if (!waiting.length) this.waiting.delete(queue);
+        this.busy.add(queue);
       }
       if (!group.length) return;
       this.running++;
@@ -152,7 +157,7 @@ export class UsageService {
       // The statement (or its transaction) failed whole: nothing of the group committed.
       for (const w of group) w.reject(err);
     } finally {
-      for (const w of group) this.busy.delete(w.event.organisationId);
+      for (const w of group) this.busy.delete(w.queue);
       this.running--;
       this.start();
     }
