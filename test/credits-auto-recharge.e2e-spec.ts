@@ -188,6 +188,21 @@ describe('credits: automatic top-ups', () => {
     expect(receiver.accepted(org).filter((m) => m.json.type === 'credits.recharge_failed')).toEqual([]);
   });
 
+  it('a recharge whose report was already covered (another recharge paid in between) buys nothing on its first try; the next report due buys', async () => {
+    const { org, owner, customer } = await customerOrg({ credits: 500 });
+    await save(owner, setting(org)).expect(200);
+    // As the start after a report that read the balance before another recharge's grant: pending, with 600 available (≥ 300).
+    const [{ id }] = await a.db.query(`INSERT INTO credit_recharges (organisation_id, metric, pack) VALUES ($1, 'ai_tokens', 'tokens_1k') RETURNING id`, [org]);
+    await a.app.get(AutoRechargeJobs).purchase(id);
+    expect((await recharges(org)).map((r: { status: string }) => r.status)).toEqual(['failed']);
+    expect(fake.requests.filter(ofCustomer(customer))).toEqual([]);
+    expect(receiver.accepted(org).filter((m) => m.json.type === 'credits.recharge_failed')).toEqual([]);
+    // Not counted in the month, the setting still on: a report that leaves 250 available buys.
+    await report(a, org, 350);
+    await waitFor('the invoice paid', () => invoicesOf(customer)[0]?.status === 'paid');
+    expect((await recharges(org)).map((r: { status: string }) => r.status)).toEqual(['failed', 'pending']);
+  });
+
   it('a provider failure mid-purchase: the job runs again with the same keys, one invoice and one charge', async () => {
     const { org, owner, customer } = await customerOrg({ credits: 500 });
     await save(owner, setting(org)).expect(200);

@@ -6,6 +6,7 @@ import { CreditsService } from '../credits/credits.service';
 import { JobQueueTasks } from '../database/job-queue';
 import { transaction } from '../database/transaction';
 import { IdentityService } from '../identity/identity.service';
+import { LicensingService } from '../licensing/licensing.service';
 import { RechargeDue, UsageCommits } from '../licensing/usage-commits';
 import { PaymentProvider, PaymentProviderError, RechargeCharge } from '../provider/payment-provider.port';
 import { rechargeInvoiceMetadata } from './credit-purchases';
@@ -40,6 +41,7 @@ export class AutoRechargeJobs implements OnModuleInit {
     private readonly credits: CreditsService,
     private readonly identity: IdentityService,
     private readonly provider: PaymentProvider,
+    private readonly licensing: LicensingService,
   ) {}
 
   onModuleInit(): void {
@@ -50,7 +52,7 @@ export class AutoRechargeJobs implements OnModuleInit {
         [RECHARGE_TASK]: async (payload, helpers) => {
           const rechargeId = (payload as { recharge_id: string }).recharge_id;
           try {
-            await this.purchase(rechargeId);
+            await this.purchase(rechargeId, helpers.job.attempts === 1);
           } catch (err) {
             // The last try: the recharge failed (the setting off, credits.recharge_failed), no longer in flight.
             if (helpers.job.attempts < helpers.job.max_attempts) throw err;
@@ -71,13 +73,17 @@ export class AutoRechargeJobs implements OnModuleInit {
 
   /**
    * One recharge's purchase: nothing when it is no longer pending (settled by an event, or a run before this one),
-   * nor when its setting was removed or turned off meanwhile (the recharge then `failed`, quietly).
+   * nor when its setting was removed or turned off meanwhile (the recharge then `failed`, quietly). On its first
+   * try (`firstTry`: nothing asked of the provider yet), nothing either when the metric's `available` is no longer
+   * below the threshold: a recharge paid after the report that made this one due (the report's statement read the
+   * balance before that grant, and the start came after the other recharge had settled) already covered it.
    */
-  async purchase(rechargeId: string): Promise<void> {
+  async purchase(rechargeId: string, firstTry = true): Promise<void> {
     const recharge = await this.credits.findRecharge(this.db.manager, rechargeId);
     if (!recharge || recharge.status !== 'pending') return;
-    // Removed or turned off since the report made it due: nothing is bought.
-    if (!(await this.credits.autoRecharge(this.db.manager, recharge.organisationId, recharge.metric))?.enabled) {
+    const setting = await this.credits.autoRecharge(this.db.manager, recharge.organisationId, recharge.metric);
+    // Removed or turned off since the report made it due, or no longer due: nothing is bought.
+    if (!setting?.enabled || (firstTry && (await this.licensing.check(recharge.organisationId, null, recharge.metric, setting.threshold)).allowed)) {
       await transaction(this.db, (m) => this.credits.abandonRecharge(m, rechargeId));
       return;
     }
