@@ -79,6 +79,11 @@ describe('the modules’ database functions', () => {
         arguments: declared.arguments,
         returns: declared.returns,
       });
+      // Planned once per session (the usage write's per-statement functions), or as PostgreSQL chooses.
+      expect({ name: declared.name, config: declared.inlined ? found.proconfig : (found.proconfig ?? []).filter((c: string) => c.startsWith('plan_cache_mode=')) }).toEqual({
+        name: declared.name,
+        config: declared.inlined ? null : declared.genericPlans ? ['plan_cache_mode=force_generic_plan'] : [],
+      });
       if (declared.inlined) {
         // What PostgreSQL needs to inline a function into its caller.
         expect({ name: declared.name, lanname: found.lanname, volatile: found.provolatile === 'v', strict: found.proisstrict, config: found.proconfig, definer: found.prosecdef }).toEqual({

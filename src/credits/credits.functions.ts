@@ -52,14 +52,21 @@ export const CREDITS_FUNCTIONS: DatabaseFunction[] = [
     response: 'jsonb',
   }),
   tableFunction('credits.room', 'org uuid, metric_name text, with_balance boolean, commits uuid[]', { held: 'bigint', balance: 'bigint', live: 'uuid[]' }, false),
-  { name: 'credits.consume', arguments: 'orgs uuid[], metrics text[], draws bigint[], refs text[]', returns: 'integer', inlined: false },
+  { name: 'credits.consume', arguments: 'orgs uuid[], metrics text[], draws bigint[], refs text[]', returns: 'integer', inlined: false, genericPlans: true },
   {
     name: 'credits.hold',
     arguments: 'ids uuid[], orgs uuid[], metrics text[], amounts bigint[], expires timestamp with time zone[]',
     returns: 'integer',
     inlined: false,
+    genericPlans: true,
   },
-  { name: 'credits.settle_commits', arguments: 'ids uuid[], spent bigint[], responses jsonb[], released bigint[], balances bigint[]', returns: 'integer', inlined: false },
+  {
+    name: 'credits.settle_commits',
+    arguments: 'ids uuid[], spent bigint[], responses jsonb[], released bigint[], balances bigint[]',
+    returns: 'integer',
+    inlined: false,
+    genericPlans: true,
+  },
   // The threshold of an organisation's enabled automatic top-up of a metric, the low threshold of credits.low (migration SpendAlerts).
   tableFunction('credits.recharge_threshold', 'org uuid, metric_name text', { threshold: 'bigint' }),
   // An organisation's rollover grants of its current period (its text: migration 1764002420000-RolloverOnPlanVersion.ts).

@@ -2,14 +2,18 @@
  * A database function a module owns (created by a migration), as the code expects it: its name, its arguments
  * and what it returns, as PostgreSQL prints them (pg_get_function_identity_arguments, pg_get_function_result).
  * `inlined`: a read that PostgreSQL must be able to inline into the calling statement (LANGUAGE sql, STABLE or
- * IMMUTABLE, not STRICT, no SET clause). test/database-functions.e2e-spec.ts holds every one against the
- * database, so a migration that changes a function the code reads cannot go unnoticed.
+ * IMMUTABLE, not STRICT, no SET clause). `genericPlans`: a function the usage write calls once per statement with
+ * that statement's arrays, whose statements are planned once per session (`SET plan_cache_mode =
+ * force_generic_plan`, migration 1764002540000-GenericPlansForUsageWrite.ts; a CREATE OR REPLACE must say it
+ * again). test/database-functions.e2e-spec.ts holds every one against the database, so a migration that changes a
+ * function the code reads cannot go unnoticed.
  */
 export interface DatabaseFunction {
   name: string;
   arguments: string;
   returns: string;
   inlined: boolean;
+  genericPlans?: true;
 }
 
 /** The PostgreSQL types a function's columns have, and how node-postgres answers them (bigint: as numbers here). */

@@ -20,7 +20,14 @@ export const NOTIFICATIONS_FUNCTIONS: DatabaseFunction[] = [
     arguments: 'orgs uuid[], metrics text[], used bigint[], limits bigint[], urls text[]',
     returns: 'integer',
     inlined: false,
+    genericPlans: true,
   },
   // Several messages of any types in one call, in order (the usage write's spend alerts; migration 1764002510000-SpendAlerts.ts).
-  { name: 'notifications.notices', arguments: 'orgs uuid[], message_types text[], extras json[], urls text[]', returns: 'integer', inlined: false },
+  {
+    name: 'notifications.notices',
+    arguments: 'orgs uuid[], message_types text[], extras json[], urls text[]',
+    returns: 'integer',
+    inlined: false,
+    genericPlans: true,
+  },
 ];
