@@ -261,6 +261,20 @@ describe('POST /api/licensing/usage', () => {
       const keys = await t.db.query(`SELECT key FROM usage_idempotency_keys WHERE organisation_id = $1`, [org]);
       expect(keys).toEqual([{ key: 'old' }]);
     });
+
+    it('expired keys are swept ten at a time per organisation, oldest first, by each keyed statement of it', async () => {
+      const org = await newOrg();
+      await t.db.query(
+        `INSERT INTO usage_idempotency_keys (organisation_id, key, metric, amount, response, created_at)
+         SELECT $1, 'expired-' || i, 'projects', 1, '{}', now() - interval '25 hours' - i * interval '1 minute' FROM generate_series(1, 13) i`,
+        [org],
+      );
+      const left = async () => (await t.db.query(`SELECT key FROM usage_idempotency_keys WHERE organisation_id = $1 AND key LIKE 'expired-%' ORDER BY key`, [org])).map((k: { key: string }) => k.key);
+      await report({ organisation_id: org, metric: 'projects', amount: 1, idempotency_key: 'fresh-1' }).expect(200);
+      expect(await left()).toEqual(['expired-1', 'expired-2', 'expired-3']);
+      await report({ organisation_id: org, metric: 'projects', amount: 1, idempotency_key: 'fresh-2' }).expect(200);
+      expect(await left()).toEqual([]);
+    });
   });
 
   it('50 simultaneous increases on two instances accept exactly the limit, never more', async () => {

@@ -120,12 +120,17 @@ const ANSWER_JSON = `
 /** Keys: expired ones swept, and those of applied events stored with their answer; holds and commits handed on. */
 const KEY_CTES_SQL = `
   swept AS (
-    DELETE FROM usage_idempotency_keys WHERE (organisation_id, key) IN (
-      SELECT k.organisation_id, k.key FROM usage_idempotency_keys k
-      WHERE k.organisation_id IN (SELECT org FROM ev WHERE key IS NOT NULL)
-        AND k.created_at < now() - interval '24 hours'
-        AND (k.organisation_id, k.key) NOT IN (SELECT org, key FROM ev WHERE key IS NOT NULL)
-      LIMIT 100 FOR UPDATE SKIP LOCKED)
+    -- Up to 10 an organisation and 100 in all, found through each organisation's keys by age and deleted by their
+    -- row address: never a scan of the table, whatever the planner believes its size to be (a plan made while the
+    -- table was small is kept by the connection; a join here scanned the whole table at every call).
+    DELETE FROM usage_idempotency_keys WHERE ctid = ANY (ARRAY(
+      SELECT k.ctid FROM (SELECT DISTINCT org FROM ev WHERE key IS NOT NULL) o
+      CROSS JOIN LATERAL (
+        SELECT k.ctid FROM usage_idempotency_keys k
+        WHERE k.organisation_id = o.org AND k.created_at < now() - interval '24 hours'
+          AND (k.organisation_id, k.key) NOT IN (SELECT org, key FROM ev WHERE key IS NOT NULL)
+        ORDER BY k.created_at LIMIT 10 FOR UPDATE SKIP LOCKED) k
+      LIMIT 100))
   ),
   answers AS (
     SELECT o.*, ${ANSWER_JSON} AS response FROM applied o
