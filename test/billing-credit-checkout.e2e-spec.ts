@@ -14,7 +14,7 @@ describe('billing: credit packs at the provider', () => {
 
   beforeAll(async () => {
     fake = await startFakeProvider({ prices: ['price_pro'] });
-    fake.addPrice('price_1m', { ...ONE_TIME, currency: 'eur', unit_amount: 1000 });
+    fake.addPrice('price_1m', { ...ONE_TIME, currency: 'eur', unit_amount: 1000, currency_options: { usd: { unit_amount: 1100 } } });
     fake.addPrice('price_1m_2025', { ...ONE_TIME, currency: 'eur', unit_amount: 900, active: false });
     // A recurring price cannot sell a pack: left out of the plan list.
     fake.addPrice('price_5m_monthly', { currency: 'eur', unit_amount: 4000 });
@@ -100,6 +100,22 @@ describe('billing: credit packs at the provider', () => {
     await buy(owner, { organisation_id: orgId, pack: 'tokens_1m', ...urls }).expect(201);
     expect(fake.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /v1/checkout/sessions']);
     expect(fake.requests[0].body).toMatchObject({ customer, line_items: [{ price: 'price_1m', quantity: '1' }], metadata: { quantity: '1' }, ...urls });
+  });
+
+  it("sells in a currency of the pack price's options (any case, the session's currency); 400 currency_unavailable for another, before any request", async () => {
+    const { orgId, owner } = await ownerOfNewOrg();
+    const res = await buy(owner, { organisation_id: orgId, pack: 'tokens_1m', quantity: 2, currency: 'USD' }).expect(201);
+    const sessionCreate = fake.requests.find((r) => r.path === '/v1/checkout/sessions')!;
+    expect(sessionCreate.body).toMatchObject({ mode: 'payment', currency: 'usd', line_items: [{ price: 'price_1m', quantity: '2' }] });
+    expect(fake.sessions.get(res.body.session_id)).toMatchObject({ currency: 'usd' });
+
+    fake.reset();
+    const other = await ownerOfNewOrg();
+    const refused = await buy(other.owner, { organisation_id: other.orgId, pack: 'tokens_1m', currency: 'gbp' }).expect(400);
+    expect(refused.body).toEqual({ statusCode: 400, error: 'Bad Request', message: expect.stringContaining('GBP'), code: 'currency_unavailable' });
+    expect((await buy(other.owner, { organisation_id: other.orgId, pack: 'tokens_1m', currency: 'dollars' }).expect(400)).body.code).toBe('validation_failed');
+    expect(fake.requests).toEqual([]);
+    expect(await customerOf(other.orgId)).toBeNull();
   });
 
   it('replaces a stored customer the provider no longer knows, then checks out with the new one', async () => {

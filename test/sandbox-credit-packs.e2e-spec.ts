@@ -154,6 +154,25 @@ describe('sandbox: credit packs (spec §16.3, §16.6)', () => {
     expect({ quantity, amount_total }).toEqual({ quantity: 1, amount_total: 1000 });
   });
 
+  it("sells packs in the checkout's currency (the price's gbp option): page, events, invoice, report and history in GBP; chf refused", async () => {
+    const { orgId, owner } = await ownerOfNewOrg();
+    const res = await buy(owner, { organisation_id: orgId, pack: 'tokens_1m', quantity: 2, currency: 'GBP' }).expect(201);
+    const path = new URL(res.body.url).pathname;
+    const page = await t.http().get(path).expect(200);
+    expect(page.text).toContain('Total: £18.00 (£9.00 per pack)');
+    await t.http().post(`${path}/pay`).type('form').send({ total: '1800' }).expect(303);
+    const sent = await t.db.query(`SELECT payload FROM sandbox_events WHERE source_id = $1 ORDER BY seq`, [res.body.session_id]);
+    expect(sent[0].payload.data.object).toMatchObject({ amount_total: 1800, currency: 'gbp', payment_status: 'paid' });
+    expect(sent[1].payload.data.object).toMatchObject({ amount_paid: 1800, currency: 'gbp' });
+    expect(sent[1].payload.data.object.lines.data[0]).toMatchObject({ amount: 1800, currency: 'gbp', quantity: 2 });
+    const report = await t.http().get('/api/billing/session').set(owner.auth).query({ session_id: res.body.session_id }).expect(200);
+    expect(report.body).toMatchObject({ amount_total: 1800, currency: 'GBP', pack: 'tokens_1m', quantity: 2 });
+    const history = await t.http().get('/api/billing/history').set(owner.auth).query({ organisation_id: orgId }).expect(200);
+    expect(history.body.data).toEqual([expect.objectContaining({ amount_paid: 1800, currency: 'GBP' })]);
+    const refused = await buy(owner, { organisation_id: orgId, pack: 'tokens_1m', currency: 'chf' }).expect(400);
+    expect(refused.body.code).toBe('currency_unavailable');
+  });
+
   it("is allowed beside an open subscription checkout and a live subscription, and leaves the subscription's checkout open", async () => {
     const { orgId, owner } = await ownerOfNewOrg();
     const sub = await t.http().post('/api/billing/checkout').set(owner.auth).send({ organisation_id: orgId, tier: 'pro' }).expect(201);

@@ -15,6 +15,7 @@ import { PriceCatalog } from '../provider/price-catalog';
 import { SubscriptionsService } from '../subscriptions/subscriptions.service';
 import { checkRequest } from '../subscriptions/subscription-plan';
 import { providerFailure } from '../provider/provider-failure';
+import { currencyRefusal, requireCurrency } from './currency';
 import { requireReturnUrl } from './return-url';
 
 // A second tab's checkout waits up to ~5 s for the first to open its session, then answers 409 checkout_in_progress.
@@ -56,7 +57,7 @@ export class CheckoutService {
     );
     const cancelUrl = requireReturnUrl('cancel_url', dto.cancel_url ?? `${app.origin}/billing/cancel`, app);
     const priceId = this.priceOf(tier, dto.interval);
-    if (dto.currency) this.requireCurrency(priceId ?? this.provider.tierPriceIds(tier)[0], dto.currency);
+    if (dto.currency) requireCurrency(this.catalog, priceId ?? this.provider.tierPriceIds(tier)[0], dto.currency);
     const live = await this.subscriptions.billingSubscriptionOf(this.db.manager, dto.organisation_id);
     if (live) {
       throw new AppException(
@@ -92,10 +93,7 @@ export class CheckoutService {
       return { session: { session_id: session.id, url: session.url, trial_days: plan.trialDays }, created: true };
     } catch (err) {
       await this.openCheckouts.release(dto.organisation_id, claim).catch(() => undefined);
-      if (err instanceof PaymentProviderError && err.kind === 'rejected' && err.param === 'currency') {
-        throw new AppException('currency_unavailable', `The price is not sold in ${dto.currency!.toUpperCase()} (the payment provider says: ${err.message})`);
-      }
-      throw providerFailure(err);
+      throw currencyRefusal(err, dto.currency) ?? providerFailure(err);
     }
   }
 
@@ -115,16 +113,6 @@ export class CheckoutService {
       throw new AppException('tier_not_for_sale', `The tier ${tier} has no price configured and cannot be bought.`);
     }
     return priceId;
-  }
-
-  /**
-   * A currency the sold price has no option of is refused before the provider is asked. A price the catalog
-   * never read (the provider was unreachable since the start) is left to the provider, whose refusal names
-   * `currency`.
-   */
-  private requireCurrency(priceId: string | undefined, currency: string): void {
-    if (priceId === undefined || this.catalog.sellsIn(priceId, currency) !== false) return;
-    throw new AppException('currency_unavailable', `The price ${priceId} is not sold in ${currency.toUpperCase()}: the payment provider has no currency option of it.`);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
+import { CurrencyCode } from './currency';
 
 /** The most packs one checkout buys (spec §16.3). */
 export const MAX_PACK_QUANTITY = 100;
@@ -35,6 +36,9 @@ export class CreateCreditCheckoutDto {
   @IsString()
   @MaxLength(2048)
   cancel_url?: string;
+
+  @CurrencyCode("The session's currency: one of the pack price's currency options (GET /api/billing/plans?currency= shows the amounts; 400 currency_unavailable otherwise); default: the price's own currency.")
+  currency?: string;
 }
 
 export class CreditCheckoutCreatedResponse {

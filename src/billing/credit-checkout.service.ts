@@ -5,10 +5,12 @@ import { AppConfig } from '../config/app-config';
 import { IdentityService } from '../identity/identity.service';
 import { MAX_GRANT_AMOUNT } from '../credits/credits.service';
 import { CallerLimits } from '../provider/caller-limits';
+import { PriceCatalog } from '../provider/price-catalog';
 import { PackCheckoutInput, PaymentProvider, PaymentProviderError } from '../provider/payment-provider.port';
 import { providerFailure } from '../provider/provider-failure';
 import { CreateCreditCheckoutDto, CreditCheckoutCreatedResponse } from './credit-checkout.dto';
 import { packCheckoutMetadata } from './credit-purchases';
+import { currencyRefusal, requireCurrency } from './currency';
 import { CustomerRecords } from './customer-records.service';
 import { requireReturnUrl } from './return-url';
 
@@ -26,6 +28,7 @@ export class CreditCheckoutService {
     private readonly customers: CustomerRecords,
     private readonly config: AppConfig,
     private readonly callerLimits: CallerLimits,
+    private readonly catalog: PriceCatalog,
   ) {}
 
   async create(caller: AuthUser, dto: CreateCreditCheckoutDto): Promise<CreditCheckoutCreatedResponse> {
@@ -46,6 +49,7 @@ export class CreditCheckoutService {
     if (this.config.creditPacks[pack].amount * quantity > MAX_GRANT_AMOUNT) {
       throw new AppException('validation_failed', `quantity must be at most ${Math.floor(MAX_GRANT_AMOUNT / this.config.creditPacks[pack].amount)} for the pack ${pack}.`);
     }
+    if (dto.currency) requireCurrency(this.catalog, priceId ?? this.provider.packPriceIds(pack)[0], dto.currency);
     const organisationId = dto.organisation_id;
     try {
       this.callerLimits.take(caller.id);
@@ -54,6 +58,7 @@ export class CreditCheckoutService {
         pack,
         priceId,
         quantity,
+        currency: dto.currency,
         customerId: await this.customers.ensure(organisationId),
         metadata: packCheckoutMetadata({ organisationId, pack, quantity }),
         successUrl,
@@ -64,7 +69,7 @@ export class CreditCheckoutService {
       const session = await this.createSession(input);
       return { session_id: session.id, url: session.url };
     } catch (err) {
-      throw providerFailure(err);
+      throw currencyRefusal(err, dto.currency) ?? providerFailure(err);
     }
   }
 

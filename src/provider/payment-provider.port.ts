@@ -75,6 +75,8 @@ export interface PackCheckoutInput {
   /** The provider price sold for the pack (PAYPROVIDER_PRICE_PACK_<PACK>); the sandbox needs none. */
   priceId?: string;
   quantity: number;
+  /** The session's currency (lower case): one of the price's currency options; none: the price's own. */
+  currency?: string;
   customerId: string;
   /** On the session and on its invoice: what the paid session's grant is made from. */
   metadata: Record<string, string>;

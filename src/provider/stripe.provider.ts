@@ -159,6 +159,7 @@ export class StripePaymentProvider extends PaymentProvider {
       const s = await this.stripe.checkout.sessions.create({
         mode: 'payment',
         line_items: [{ price: priceId, quantity: input.quantity }],
+        ...(input.currency ? { currency: input.currency } : {}),
         client_reference_id: input.organisationId,
         customer: input.customerId,
         metadata: input.metadata,

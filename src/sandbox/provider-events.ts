@@ -313,14 +313,14 @@ export type SandboxInvoiceLine = InvoiceLine | PackLine;
 
 export const isPackLine = (line: SandboxInvoiceLine): line is PackLine => 'pack' in line;
 
-/** A pack line: `quantity` packs at the sandbox's pack price. */
-export function packLine(pack: string, quantity: number, at: number): PackLine {
+/** A pack line: `quantity` packs at the sandbox's pack price in `currency` (its currency option's amount). */
+export function packLine(pack: string, quantity: number, at: number, currency = SANDBOX_CURRENCY): PackLine {
   return {
     pack,
     quantity,
     invoiceItem: randomId('ii_'),
     description: `${quantity} × credit pack ${pack}`,
-    amount: SANDBOX_PACK_PRICE * quantity,
+    amount: sandboxAmount(SANDBOX_PACK_PRICE, currency) * quantity,
     periodStart: at,
     periodEnd: at,
   };
@@ -401,8 +401,8 @@ export function invoiceObject(i: InvoiceState) {
 }
 
 export function lineObject(line: SandboxInvoiceLine, id: string, i: { id: string | null; subscriptionId: string | null; itemId: string | null; currency?: string }) {
-  if (isPackLine(line)) return packLineObject(line, id, i.id);
   const currency = i.currency ?? SANDBOX_CURRENCY;
+  if (isPackLine(line)) return packLineObject(line, id, i.id, currency);
   return {
     id,
     object: 'line_item',
@@ -426,12 +426,12 @@ export function lineObject(line: SandboxInvoiceLine, id: string, i: { id: string
   };
 }
 
-function packLineObject(line: PackLine, id: string, invoiceId: string | null) {
+function packLineObject(line: PackLine, id: string, invoiceId: string | null, currency: string) {
   return {
     id,
     object: 'line_item',
     amount: line.amount,
-    currency: SANDBOX_CURRENCY,
+    currency,
     description: line.description,
     invoice: invoiceId,
     livemode: false,
@@ -444,7 +444,7 @@ function packLineObject(line: PackLine, id: string, invoiceId: string | null) {
     pricing: {
       type: 'price_details',
       price_details: { price: sandboxPackPriceId(line.pack), product: `prod_sandbox_pack_${line.pack}` },
-      unit_amount_decimal: String(SANDBOX_PACK_PRICE),
+      unit_amount_decimal: String(line.amount / line.quantity),
     },
     quantity: line.quantity,
   };

@@ -1,6 +1,6 @@
 import { formatDate, formatMoney, formatNumber } from '../common/display-format';
 import { esc, htmlPage } from '../common/html-page';
-import { isPackLine, nowSeconds, SANDBOX_CURRENCY, SANDBOX_PACK_PRICE, SandboxInterval, SandboxPlan, trialEndOf, unitAmount } from './provider-events';
+import { isPackLine, nowSeconds, SANDBOX_CURRENCY, SANDBOX_PACK_PRICE, sandboxAmount, SandboxInterval, SandboxPlan, trialEndOf, unitAmount } from './provider-events';
 import { SandboxCheckoutSession } from './sandbox-checkout-session.entity';
 import { SandboxInvoice } from './sandbox-invoice.entity';
 import { MeterTotal } from './sandbox.repository';
@@ -157,10 +157,10 @@ export function packCheckoutPage(s: SandboxCheckoutSession, pack: { metric: stri
     `Buy credit pack ${s.pack}`,
     `<h1>Buy ${esc(s.quantity)} × credit pack ${esc(s.pack)}</h1>
 ${credits}<form method="post" action="/sandbox/checkout/${esc(s.id)}/pay">
-<p class="total">Total: ${esc(money(s.amountTotal))} (${esc(money(SANDBOX_PACK_PRICE))} per pack)</p>
+<p class="total">Total: ${esc(money(s.amountTotal, s.currency))} (${esc(money(sandboxAmount(SANDBOX_PACK_PRICE, s.currency), s.currency))} per pack)</p>
 <input type="hidden" name="total" value="${esc(s.amountTotal)}">
 <div class="actions">
-<button type="submit">Pay ${esc(money(s.amountTotal))}</button>
+<button type="submit">Pay ${esc(money(s.amountTotal, s.currency))}</button>
 <a href="${esc(s.cancelUrl)}">Cancel and return</a>
 </div>
 </form>

@@ -119,10 +119,7 @@ export class SandboxPaymentProvider extends PaymentProvider {
       if (input.customerId && !(await this.store.customerExists(input.customerId))) {
         throw new PaymentProviderError('not_found', `No such customer: '${input.customerId}'`, 'customer');
       }
-      const currency = input.currency ?? SANDBOX_CURRENCY;
-      if (!SANDBOX_CURRENCIES.includes(currency)) {
-        throw new PaymentProviderError('rejected', `The price specified supports currencies of \`${SANDBOX_CURRENCIES.join('`, `')}\` which doesn't include the expected currency of \`${currency}\`.`, 'currency');
-      }
+      const currency = sessionCurrency(input.currency);
       const s = await this.store.createCheckout({
         currency,
         tier: input.tier,
@@ -145,9 +142,11 @@ export class SandboxPaymentProvider extends PaymentProvider {
       if (!(await this.store.customerExists(input.customerId))) {
         throw new PaymentProviderError('not_found', `No such customer: '${input.customerId}'`, 'customer');
       }
+      const currency = sessionCurrency(input.currency);
       const s = await this.store.createPackCheckout({
         pack: input.pack,
         quantity: input.quantity,
+        currency,
         metadata: input.metadata,
         clientReferenceId: input.organisationId,
         customerId: input.customerId,
@@ -347,4 +346,10 @@ export class SandboxPaymentProvider extends PaymentProvider {
 /** A page from one row more than a page: the extra row only says that there are more. */
 function page<T>(rows: T[]): ProviderPage<T> {
   return { data: rows.slice(0, PROVIDER_PAGE_SIZE), hasMore: rows.length > PROVIDER_PAGE_SIZE };
+}
+
+/** A session's currency (lower case), refused as the provider refuses one its prices lack (a 400 naming `currency`). */
+function sessionCurrency(currency = SANDBOX_CURRENCY): string {
+  if (SANDBOX_CURRENCIES.includes(currency)) return currency;
+  throw new PaymentProviderError('rejected', `The price specified supports currencies of \`${SANDBOX_CURRENCIES.join('`, `')}\` which doesn't include the expected currency of \`${currency}\`.`, 'currency');
 }

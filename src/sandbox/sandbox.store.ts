@@ -16,6 +16,7 @@ import {
   randomId,
   SANDBOX_CURRENCY,
   SANDBOX_PACK_PRICE,
+  sandboxAmount,
   SandboxPlan,
   scheduleObject,
   subscriptionObject,
@@ -77,6 +78,8 @@ export class SandboxStore {
   async createPackCheckout(input: {
     pack: string;
     quantity: number;
+    /** Lower case: one of SANDBOX_CURRENCIES; default SANDBOX_CURRENCY. */
+    currency?: string;
     metadata: Record<string, string>;
     clientReferenceId: string;
     customerId: string;
@@ -93,8 +96,8 @@ export class SandboxStore {
       paymentMethodCollection: 'always',
       invoiceId: null,
       ...input,
-      amountTotal: SANDBOX_PACK_PRICE * input.quantity,
-      currency: SANDBOX_CURRENCY,
+      currency: input.currency ?? SANDBOX_CURRENCY,
+      amountTotal: sandboxAmount(SANDBOX_PACK_PRICE, input.currency ?? SANDBOX_CURRENCY) * input.quantity,
       created,
       expiresAt: created + CHECKOUT_TTL_S,
     });
@@ -214,7 +217,7 @@ export class SandboxStore {
   ): Promise<SandboxCheckoutSession> {
     const customerId = session.customerId!;
     await this.sandbox.saveCard(m, customerId, randomId('pm_'));
-    const line = packLine(session.pack!, session.quantity, now);
+    const line = packLine(session.pack!, session.quantity, now, session.currency);
     const invoice: SandboxInvoice = {
       id: randomId('in_'),
       customerId,

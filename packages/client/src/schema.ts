@@ -2485,6 +2485,11 @@ export interface components {
              * @example http://localhost:3000/billing/cancel
              */
             cancel_url?: string;
+            /**
+             * @description The session's currency: one of the pack price's currency options (GET /api/billing/plans?currency= shows the amounts; 400 currency_unavailable otherwise); default: the price's own currency. ISO 4217 code, any case.
+             * @example eur
+             */
+            currency?: string;
         };
         CreditCheckoutCreatedResponse: {
             /** @example cs_test_b1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY */
