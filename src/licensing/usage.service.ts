@@ -44,9 +44,8 @@ interface Waiting {
  * through one statement (UsageRepository.apply) that applies events in order under the counters' row locks.
  *
  * Single reports, holds and commits (spec §16.5) are grouped: while MAX_STATEMENTS statements are under way, the
- * reports that arrive wait,
- * and go together in the next one, as a batch would; an organisation's reports in arrival order, and never
- * in two statements at once (a report for an organisation with a statement under way waits for it). One
+ * ones that arrive wait, and go together in the next one, as a batch would; an organisation's in arrival order,
+ * and never in two statements at once (a report for an organisation with a statement under way waits for it). One
  * statement and one commit then serve many reports, whether of one hot organisation (where each used to hold
  * the counter's lock through its own commit) or of many (where each paid a statement and a commit). Each
  * report is answered only after its statement committed; a statement that fails answers the error to every
