@@ -1,6 +1,6 @@
-import * as pg from 'pg';
 import { consoleCookie } from './support/console';
 import { subscriptionEvent, subscriptionObject } from './support/provider-events';
+import { requestStatements } from './support/statements';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
 import { deliver } from './support/webhook-signing';
 
@@ -55,17 +55,8 @@ describe('the console’s tier is the license’s', () => {
       const event = subscriptionEvent('created', subscriptionObject({ organisationId: org, tier, status: 'active' }));
       expect((await deliver(server, { ...event, created: nowS() })).status).toBe(200);
     }
-    const capture = jest.spyOn(pg.Client.prototype, 'query');
-    let calls: unknown[][];
-    try {
-      await t.http().get('/console').set('Cookie', cookie).expect(200);
-    } finally {
-      calls = [...capture.mock.calls];
-      capture.mockRestore();
-    }
-    const byTier = calls
-      .map(([query, values]) => (typeof query === 'string' ? { text: query, values } : (query as { text: string; values?: unknown[] })))
-      .filter((q) => /\blicensing\./.test(q.text ?? ''));
+    const statements = await requestStatements(server, () => t.http().get('/console').set('Cookie', cookie).expect(200));
+    const byTier = statements.filter((q) => /\blicensing\./.test(q.text));
     expect(byTier).toHaveLength(1);
     const [{ 'QUERY PLAN': plan }] = await t.db.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${byTier[0].text}`, byTier[0].values as unknown[]);
     // Every node that reads the subscriptions, with how many times it ran.

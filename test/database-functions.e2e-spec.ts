@@ -10,6 +10,7 @@ import { DELIVERY_TASK } from '../src/notifications/notification-deliveries.repo
 import { NOTIFICATIONS_FUNCTIONS } from '../src/notifications/notifications.functions';
 import { SUBSCRIPTIONS_FUNCTIONS } from '../src/subscriptions/subscriptions.functions';
 import { WEBHOOK_FUNCTIONS } from '../src/webhook/webhook.functions';
+import { requestStatements } from './support/statements';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
 
 const KEY = 'svc-key-functions';
@@ -24,26 +25,6 @@ const DECLARED: DatabaseFunction[] = [
 ];
 const SCHEMAS = [...new Set(DECLARED.map((f) => f.name.split('.')[0]))];
 const INLINED = new Set(DECLARED.filter((f) => f.inlined).map((f) => f.name));
-
-interface Statement {
-  text: string;
-  values: unknown[];
-}
-
-/** Every statement the app sends while `work` runs (as pg sends them). */
-async function statementsOf(work: () => Promise<unknown>): Promise<Statement[]> {
-  const capture = jest.spyOn(pg.Client.prototype, 'query');
-  let calls: [{ text?: unknown; values?: unknown[] }][];
-  try {
-    await work();
-  } finally {
-    calls = [...capture.mock.calls] as unknown as typeof calls;
-    capture.mockRestore();
-  }
-  return calls
-    .map(([query]) => ({ text: query?.text, values: query?.values ?? [] }))
-    .filter((s): s is Statement => typeof s.text === 'string' && !/^\s*(START TRANSACTION|BEGIN|COMMIT|ROLLBACK|SHOW)\b/i.test(s.text));
-}
 
 /**
  * The modules' database functions are the ones the code expects (each module declares its own next to the code
@@ -221,7 +202,7 @@ describe('the modules’ database functions', () => {
   it('the hot reads and writes call the license and the access check inlined: no read of a module is left in their plans', async () => {
     const org = (await createOrganisation(t)).id;
     const user = await createUserWithSession(t, { org, role: 'owner' });
-    const statements = await statementsOf(async () => {
+    const statements = await requestStatements(t.app.getHttpServer(), async () => {
       await t.http().get(`/api/licensing/status?organisation_id=${org}`).set(user.auth).expect(200);
       await t.http().get(`/api/licensing/entitlements?organisation_id=${org}`).set(user.auth).expect(200);
       await t.http().get(`/api/licensing/entitlements?organisation_id=${org}`).set('X-Service-Key', KEY).expect(200);

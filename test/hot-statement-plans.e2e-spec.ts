@@ -1,33 +1,10 @@
 import * as pg from 'pg';
 import { invoiceObject, invoicePaidEvent, subscriptionEvent, subscriptionObject } from './support/provider-events';
+import { requestStatements, Statement } from './support/statements';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
 import { deliver } from './support/webhook-signing';
 
 const KEY = 'svc-key-plans';
-
-interface Statement {
-  text: string;
-  values: unknown[];
-}
-
-/** Every statement the app sends to PostgreSQL while `work` runs (its text and values, as pg sends them). */
-async function statementsOf(work: () => Promise<unknown>): Promise<Statement[]> {
-  // The app's connections are node-postgres's own clients: every statement goes through pg.Client's query().
-  // The job queue's worker (graphile-worker, in every instance) polls meanwhile on clients of its own: its
-  // statements are the library's, not the request's, and are left out.
-  const capture = jest.spyOn(pg.Client.prototype, 'query');
-  let calls: [{ text?: unknown; values?: unknown[] }][];
-  try {
-    await work();
-  } finally {
-    calls = [...capture.mock.calls] as unknown as typeof calls;
-    capture.mockRestore();
-  }
-  return calls
-    .map(([query]) => ({ text: query?.text, values: query?.values ?? [] }))
-    .filter((s): s is Statement => typeof s.text === 'string' && !/^\s*(START TRANSACTION|BEGIN|COMMIT|ROLLBACK|SHOW)\b/i.test(s.text))
-    .filter((s) => !s.text.includes('"graphile_worker".'));
-}
 
 /** A value as an SQL literal of the text pg would send for it. */
 function literal(client: pg.Client, value: unknown): string {
@@ -131,7 +108,7 @@ describe('hot statements use index paths', () => {
         expect((await deliver(server, early)).status).toBe(200); // a duplicate
       },
     };
-    const statements = await statementsOf(paths[path]);
+    const statements = await requestStatements(t.app.getHttpServer(), paths[path]);
     expect(statements.length).toBeGreaterThan(0);
     if (process.env.SHOW_PLANS) console.log(path, [...new Set(statements.map((st) => st.text.replace(/\s+/g, ' ').slice(0, 160)))]);
     const offenders: string[] = [];
