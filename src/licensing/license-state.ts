@@ -128,4 +128,6 @@ export const LICENSING_FUNCTIONS: DatabaseFunction[] = [
   { name: 'licensing.counter_period', arguments: 'tiers jsonb, metric text, ai_period bigint', returns: 'bigint', inlined: true },
   /** Each metric's count in the current period (1764002310000-CreditReads.ts): the entitlements read, credits' read. */
   tableFunction('licensing.period_usage', 'org uuid, tiers jsonb, ai_period bigint', { metric: 'text', used: 'bigint' }),
+  /** The usage write's guard (1764002550000-UsageWriteAllOrNothing.ts): true, or fails the statement (40001) to run it again. */
+  { name: 'licensing.usage_uncontended', arguments: 'contended boolean', returns: 'boolean', inlined: false },
 ];

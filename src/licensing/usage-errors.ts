@@ -13,7 +13,11 @@ export class LimitExceeded extends AppException {
 }
 
 /**
- * An idempotency key was taken (or a counter created) by a concurrent writer mid-statement: the usage write rolls
- * its transaction back and runs again.
+ * A concurrent writer took an idempotency key, settled a reservation or created a counter after the usage statement
+ * looked: the statement failed whole (nothing of it applied) and runs again.
  */
-export class KeyTaken extends Error {}
+export class UsageContended extends Error {
+  constructor() {
+    super('usage write: still contended by concurrent writers after running it again');
+  }
+}

@@ -4,6 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { licenseArguments, Overage } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
+import { UsageContended } from './usage-errors';
 
 /*
  * The usage rule (spec §7, §13, §16), written once, in SQL. A counter's room is what it may still take: no bound
@@ -63,10 +64,12 @@ const policyOf = (overage: string, metric: string) => `COALESCE(${overage} ->> $
  *   `drawn` is what the counter's accepted reports took from grants so far (usage past the included amount).
  * - The counters are written once each with their last value (also when only holds or commits touched them,
  *   so that concurrent writers see them move); a counter not there yet is inserted. When a concurrent writer
- *   inserted it first, its events come back `0` (applied nothing: retry).
+ *   inserted it first, its events have status `0` (nothing applied: run again).
  * - Keys are stored with the answer for events that applied. A key taken meanwhile by a concurrent report
- *   (not visible to `prior`), or a reservation released or committed meanwhile, shows as `keyTaken`: the caller
- *   rolls its transaction back and runs again.
+ *   (not visible to `prior`), or a reservation released or committed meanwhile, is found after the writes.
+ * - All or nothing: an event with status 0, a key taken or a reservation settled meanwhile fails the whole statement
+ *   with serialization_failure (licensing.usage_uncontended), which rolls back everything it wrote (UsageContended):
+ *   the caller runs it again, and needs no transaction around a single statement.
  * - The fold also keeps each counter's spend-alert state (spec §16.4), written with the counter: the highest
  *   USAGE_ALERT_THRESHOLDS level its period reached (`alerted_threshold`), and for a credits metric whether its
  *   last event left `available` below the low threshold (`credits_low`, see alertsSql). Both are read and written
@@ -76,7 +79,7 @@ const policyOf = (overage: string, metric: string) => `COALESCE(${overage} ->> $
  *   spend alerts to notifications, accepted usage to billing's meter windows (see applySql).
  *
  * Answers one row per event, in order: status 200 (201 for a hold; applied, or a key's first answer in
- * `response`), 400, 402, 404, 409 with the error's `code`, or 0 (retry).
+ * `response`), 400, 402, 404 or 409 with the error's `code`.
  *
  * Plain reports without keys go through the statement without the key and reservation parts (`keyed` false:
  * no `prior`, `early`, `swept`, `keying`, `keyed`, holds or commits), the same text otherwise: PostgreSQL starts
@@ -328,7 +331,8 @@ ${KEY_CTES_SQL}` : ''}`;
 const RECHARGE_DUE = `(o.accepted AND NOT o.retry AND o.kind <> 'hold' AND o.policy = 'credits'
                       AND EXISTS (SELECT 1 FROM credits.recharge_threshold(o.org, o.metric) t WHERE o.available < t.threshold))`;
 
-const applySqlAnswer = (keyed: boolean, handedOn: string) => `
+const applySqlAnswer = (keyed: boolean, handedOn: string) => `,
+  answered AS (
   SELECT e.n,
          CASE ${keyed ? `WHEN p.n IS NOT NULL THEN (CASE WHEN NOT p.same THEN 409 WHEN p.response IS NULL THEN 0 WHEN e.kind = 'hold' THEN 201 ELSE 200 END)
               WHEN x.code IS NOT NULL THEN (CASE x.code WHEN 'reservation_not_found' THEN 404 WHEN 'reservation_exceeded' THEN 400
@@ -347,13 +351,22 @@ const applySqlAnswer = (keyed: boolean, handedOn: string) => `
          o.org AS "organisationId", ${RECHARGE_DUE} AS "rechargeDue",
          a.hold_id AS "holdId", a.expires_at AS "expiresAt",
          ${keyed ? `COALESCE(p.response, CASE WHEN x.code = 'committed' THEN e.res_response END)` : 'NULL::jsonb'} AS response,
-         ${keyed ? `(SELECT count(*) FROM keying) > (SELECT count(*) FROM keyed)
-                    OR COALESCE((SELECT commits FROM settled), 0) < (SELECT count(*) FROM applied WHERE kind = 'commit')` : 'false'} AS "keyTaken",
          COALESCE((SELECT entries FROM consumed), 0) AS consumed,
          ${keyed ? 'COALESCE((SELECT holds FROM held), 0) AS held,' : ''}
          ${handedOn}
   FROM ev e ${keyed ? 'LEFT JOIN prior p USING (n) LEFT JOIN early x USING (n)' : ''} LEFT JOIN outcome o USING (n) LEFT JOIN applied a USING (n)
-  ORDER BY e.n`;
+  )
+  -- All or nothing: an event to run again (status 0), a key taken or a reservation settled by a concurrent writer
+  -- after this statement looked, fails the whole statement (serialization_failure), which rolls back what it wrote.
+  SELECT * FROM answered
+  WHERE (SELECT licensing.usage_uncontended(EXISTS (SELECT 1 FROM answered WHERE status = 0)${
+    keyed
+      ? `
+               OR (SELECT count(*) FROM keying) > (SELECT count(*) FROM keyed)
+               OR COALESCE((SELECT commits FROM settled), 0) < (SELECT count(*) FROM applied WHERE kind = 'commit')`
+      : ''
+  }))
+  ORDER BY n`;
 
 /**
  * What the statement hands on of its applied events to notifications and billing, each through that module's
@@ -442,6 +455,9 @@ const CHECK_SQL = `
   )
   SELECT used, lim AS "limit", COALESCE(${accepts(`${$amount}::bigint`, roomOf('policy', 'lim', 'used', 'balance', 'held'))}, false) AS allowed FROM r`;
 
+/** What licensing.usage_uncontended fails the usage statement with. */
+const SERIALIZATION_FAILURE = '40001';
+
 /** A string as an SQL literal (an escape string: the same whatever standard_conforming_strings says). */
 const sqlLiteral = (text: string) => `E'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 
@@ -463,9 +479,9 @@ export type StatementEvent = UsageEvent | (UsageEvent & { holdTtlS: number }) | 
 
 /** What the usage statement answered for one event (see applySqlHead). */
 export interface AppliedRow {
-  /** 200 (201: a hold), 400, 402, 404, 409, or 0: nothing applied, run it again. */
+  /** 200 (201: a hold), 400, 402, 404 or 409. */
   status: number;
-  /** The error's code, for a status other than 200, 201 and 0. */
+  /** The error's code, for a status other than 200 and 201. */
   code: string | null;
   metric: string | null;
   used: number | null;
@@ -480,8 +496,6 @@ export interface AppliedRow {
   expiresAt: Date | null;
   /** A key's first answer (status 200 or 201 for a repeat), or a commit's stored one. */
   response: UsageAnswer | ReservationAnswer | null;
-  /** A key was taken, or a reservation settled, by a concurrent statement after this one looked: roll back and run again. */
-  keyTaken: boolean;
   /** The event's organisation (null when it was not applied: a repeated key, an unknown reservation). */
   organisationId: string | null;
   /** Applied, and left `available` below the metric's automatic top-up threshold (spec §16.4). */
@@ -543,7 +557,10 @@ export class UsageRepository {
     };
   }
 
-  /** Applies the events in order (no two with the same organisation and key); one row per event. */
+  /**
+   * Applies the events in order (no two with the same organisation and key), all or none: one row per event, or
+   * throws UsageContended when a concurrent writer got in first (nothing applied: run it again).
+   */
   async apply(m: EntityManager, events: StatementEvent[]): Promise<AppliedRow[]> {
     const field = <K extends string>(e: StatementEvent, key: K) => (key in e ? (e as Record<K, unknown>)[key] : undefined) ?? null;
     const keyed = events.some((e) => field(e, 'idempotencyKey') !== null || 'reservation' in e || 'holdTtlS' in e);
@@ -561,8 +578,12 @@ export class UsageRepository {
           ttls: events.map((e) => field(e, 'holdTtlS')),
         })
       : KEYLESS.values(arrays);
-    // The URLs (the last parameter) only when notifying.
-    return preparedQuery<AppliedRow>(m, keyed ? this.applySql.keyed : this.applySql.keyless, this.notifying ? values : values.slice(0, -1));
+    try {
+      // The URLs (the last parameter) only when notifying.
+      return await preparedQuery<AppliedRow>(m, keyed ? this.applySql.keyed : this.applySql.keyless, this.notifying ? values : values.slice(0, -1));
+    } catch (err) {
+      throw (err as { code?: unknown }).code === SERIALIZATION_FAILURE ? new UsageContended() : err;
+    }
   }
 
   /** Undefined when the caller may not read the organisation (see LicensingRepository.status). */

@@ -8,7 +8,7 @@ import { perPeriodMetrics, reportedMetrics } from '../config/tiers';
 import { transaction } from '../database/transaction';
 import { organisationNotFound } from '../identity/identity.service';
 import { RechargeDue, UsageCommits } from './usage-commits';
-import { KeyTaken, LimitExceeded } from './usage-errors';
+import { LimitExceeded, UsageContended } from './usage-errors';
 import { AppliedRow, ReservationAnswer, StatementEvent, UsageAnswer, UsageEvent, UsageRepository } from './usage.repository';
 
 export type { ReservationAnswer, UsageAnswer, UsageEvent } from './usage.repository';
@@ -27,8 +27,8 @@ const MAX_EVENTS = 1000;
 // side by side against four on two cores (docs/performance.md): a credits report 0.79-0.82x health against
 // 0.58-0.62x, a reservation pair 0.28-0.29x against 0.24x, a plain report 0.90-0.94x against 0.71-0.86x.
 const MAX_STATEMENTS = 2;
-// A statement answers `retry` only after a concurrent writer created a counter or took a key it wanted, and
-// the next one sees that writer's commit; a few rounds are far more than a race can need.
+// A statement fails as contended only after a concurrent writer created a counter, took a key or settled a
+// reservation it wanted, and the next one sees that writer's commit; a few rounds are far more than a race can need.
 const MAX_ROUNDS = 5;
 
 interface Waiting {
@@ -81,8 +81,7 @@ export class UsageService {
 
   /**
    * A hold (spec §16.5): `amount` held against what the metric allows for `ttlS` seconds, exactly as a report of
-   * it would be checked; throws what a refused one answers (402, 404, 409). Grouped as a single report is, in its
-   * statement's transaction like a keyed report.
+   * it would be checked; throws what a refused one answers (402, 404, 409). Grouped as a single report is.
    */
   async reserve(event: UsageEvent & { holdTtlS: number }): Promise<ReservationAnswer> {
     checkEvent(event, this);
@@ -111,24 +110,30 @@ export class UsageService {
     return outcome;
   }
 
-  /** Events in order (at most MAX_EVENTS, their amounts checked), each with its own outcome. */
+  /**
+   * Events in order (at most MAX_EVENTS, their amounts checked), each with its own outcome, all applied or none. One
+   * statement applies all or nothing by itself (UsageRepository.apply) and needs no transaction; a batch that uses a
+   * key twice runs as several (see runsWithoutRepeatedKeys), in one transaction. Contended by a concurrent writer, it
+   * runs again with what that writer committed.
+   */
   async apply(events: StatementEvent[]): Promise<UsageOutcome[]> {
     if (!events.length) return [];
-    if (events.every((e) => 'idempotencyKey' in e && e.idempotencyKey === undefined && !('holdTtlS' in e))) {
-      const due: RechargeDue[] = [];
-      const outcomes = await this.applyIn(this.db.manager, events, false, due);
-      this.commits.rechargeDue(due);
-      return outcomes;
-    }
-    // With keys, a key taken by a concurrent report mid-statement means starting over with what it committed.
+    const runs = runsWithoutRepeatedKeys(events);
     for (let round = 1; ; round++) {
       const due: RechargeDue[] = [];
       try {
-        const outcomes = await transaction(this.db, (m) => this.applyIn(m, events, true, due));
+        const outcomes =
+          runs.length === 1
+            ? await this.applyRun(this.db.manager, runs[0], due)
+            : await transaction(this.db, async (m) => {
+                const all: UsageOutcome[] = [];
+                for (const run of runs) all.push(...(await this.applyRun(m, run, due)));
+                return all;
+              });
         this.commits.rechargeDue(due);
         return outcomes;
       } catch (err) {
-        if (!(err instanceof KeyTaken) || round === MAX_ROUNDS) throw err;
+        if (!(err instanceof UsageContended) || round === MAX_ROUNDS) throw err;
       }
     }
   }
@@ -164,39 +169,12 @@ export class UsageService {
     }
   }
 
-  /**
-   * Runs of events without a repeated key, each one statement, in order: a key used again in the same
-   * batch must see what its first use did (stored, or refused and not stored), as one by one would.
-   */
-  private async applyIn(m: EntityManager, events: StatementEvent[], inTransaction: boolean, due: RechargeDue[]): Promise<UsageOutcome[]> {
-    const outcomes: UsageOutcome[] = [];
-    for (const run of runsWithoutRepeatedKeys(events)) outcomes.push(...(await this.applyRun(m, run, inTransaction, due)));
-    return outcomes;
-  }
-
-  /**
-   * In a transaction, an event to run again (a counter a concurrent writer created first) starts the transaction
-   * over too: the statement locked that counter's grants before it found the counter taken, and running again in
-   * the same transaction would wait for the counter while holding them, against the order (counter, then grants)
-   * every other writer takes them in: three writers then deadlock. Alone, a statement's locks end with it.
-   */
-  private async applyRun(m: EntityManager, events: StatementEvent[], inTransaction: boolean, due: RechargeDue[]): Promise<UsageOutcome[]> {
-    const outcomes = new Array<UsageOutcome>(events.length);
-    let pending = events.map((_, i) => i);
-    for (let round = 1; pending.length; round++) {
-      const rows = await this.usage.apply(m, pending.map((i) => events[i]));
-      if (rows.some((r) => r.keyTaken || (inTransaction && r.status === 0))) throw new KeyTaken();
-      const again: number[] = [];
-      rows.forEach((row, j) => {
-        const i = pending[j];
-        if (row.status === 0) again.push(i);
-        else outcomes[i] = toOutcome(events[i], row);
-        if (row.rechargeDue && row.organisationId && row.metric) due.push({ organisationId: row.organisationId, metric: row.metric });
-      });
-      if (again.length && round === MAX_ROUNDS) throw new Error(`usage: ${again.length} event(s) still contended after ${round} rounds`);
-      pending = again;
-    }
-    return outcomes;
+  private async applyRun(m: EntityManager, events: StatementEvent[], due: RechargeDue[]): Promise<UsageOutcome[]> {
+    const rows = await this.usage.apply(m, events);
+    return rows.map((row, i) => {
+      if (row.rechargeDue && row.organisationId && row.metric) due.push({ organisationId: row.organisationId, metric: row.metric });
+      return toOutcome(events[i], row);
+    });
   }
 }
 
