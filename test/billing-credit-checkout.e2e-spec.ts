@@ -28,11 +28,14 @@ describe('billing: credit packs at the provider', () => {
             tokens_1m: { metric: 'ai_tokens', amount: 1_000_000, expires_after_days: 365 },
             tokens_5m: { metric: 'ai_tokens', amount: 5_000_000 },
             tokens_10m: { metric: 'ai_tokens', amount: 10_000_000 },
+            tokens_20m: { metric: 'ai_tokens', amount: 20_000_000 },
           },
         }),
         PAYPROVIDER_PRICE_PRO: 'price_pro',
         PAYPROVIDER_PRICE_PACK_TOKENS_1M: 'price_1m,price_1m_2025,price_1m_gone',
         PAYPROVIDER_PRICE_PACK_TOKENS_5M: 'price_5m_monthly',
+        // Made at the provider only after the start: the catalog never read it.
+        PAYPROVIDER_PRICE_PACK_TOKENS_20M: 'price_20m_late',
       },
       logLines,
     });
@@ -62,11 +65,13 @@ describe('billing: credit packs at the provider', () => {
       },
       { pack: 'tokens_5m', metric: 'ai_tokens', amount: 5_000_000, expires_after_days: null, prices: [] },
       { pack: 'tokens_10m', metric: 'ai_tokens', amount: 10_000_000, expires_after_days: null, prices: [] },
+      { pack: 'tokens_20m', metric: 'ai_tokens', amount: 20_000_000, expires_after_days: null, prices: [] },
     ]);
     const errors = logLines.map((l) => JSON.parse(l)).filter((l) => l.level === 50 && /price left out/.test(l.msg));
     expect(errors.map((e) => [e.priceId, e.msg]).sort()).toEqual([
       ['price_1m_2025', 'plan list: price left out: the price is inactive at the payment provider'],
       ['price_1m_gone', 'plan list: price left out: the payment provider does not know this price'],
+      ['price_20m_late', 'plan list: price left out: the payment provider does not know this price'],
       ['price_5m_monthly', "plan list: price left out: a credit pack's price is not a one-time price with a fixed unit amount"],
     ]);
   });
@@ -116,6 +121,19 @@ describe('billing: credit packs at the provider', () => {
     expect((await buy(other.owner, { organisation_id: other.orgId, pack: 'tokens_1m', currency: 'dollars' }).expect(400)).body.code).toBe('validation_failed');
     expect(fake.requests).toEqual([]);
     expect(await customerOf(other.orgId)).toBeNull();
+  });
+
+  it("a price the catalog never read: the currency is left to the provider, whose refusal is the same 400 currency_unavailable", async () => {
+    fake.addPrice('price_20m_late', { ...ONE_TIME, currency: 'eur', unit_amount: 15000 });
+    const { orgId, owner } = await ownerOfNewOrg();
+    const refused = await buy(owner, { organisation_id: orgId, pack: 'tokens_20m', currency: 'gbp' }).expect(400);
+    expect(refused.body).toEqual({ statusCode: 400, error: 'Bad Request', message: expect.stringContaining('GBP'), code: 'currency_unavailable' });
+    const asked = fake.requests.filter((r) => r.path === '/v1/checkout/sessions');
+    expect(asked.map((r) => r.body)).toEqual([expect.objectContaining({ currency: 'gbp', line_items: [{ price: 'price_20m_late', quantity: '1' }] })]);
+    expect(fake.sessions.size).toBe(0);
+
+    const sold = await buy(owner, { organisation_id: orgId, pack: 'tokens_20m', currency: 'eur' }).expect(201);
+    expect(fake.sessions.get(sold.body.session_id)).toMatchObject({ currency: 'eur', mode: 'payment' });
   });
 
   it('replaces a stored customer the provider no longer knows, then checks out with the new one', async () => {
