@@ -87,12 +87,13 @@ export interface Credits {
  * A credits metric (`GET /api/licensing/credits`, with the packs of `GET /api/billing/plans`): the included
  * amount left, the balance, what is reserved and available, the grants; `CreditBalance` shows it. A metric
  * that the tier in force does not draw credits for is `counted: false`, with its usage from the entitlements.
+ * With `currency`, the packs' prices are in it (the plan list in that currency, as `usePlans` reads it).
  */
-export function useCredits(metric: Metric): Read<Credits> {
+export function useCredits(metric: Metric, options: { currency?: string } = {}): Read<Credits> {
   const { client, organisationId } = useBilling();
   const credits = useRead(orgKey(organisationId, 'credits'), () => client.credits(organisationId));
   const entitlements = useEntitlements();
-  const plans = usePlans();
+  const plans = usePlans(options);
   const entry = credits.data?.data.find((c) => c.metric === metric);
   const limit = entitlements.data?.limits[metric] as Schemas['LimitEntitlement'] | undefined;
   const packs = plans.data?.credit_packs;

@@ -241,4 +241,16 @@ describe('the components\' markup (server-rendered from the cache)', () => {
     expect(render(<PricingTable currency="GBP" />, { plans, subscription: { subscription: null } })).toBe('<p class="bl-loading" role="status">Loading…</p>');
     expect(render(<PricingTable />, { plans, subscription: { subscription: null } })).toContain('€29.00 per month');
   });
+
+  it('CreditBalance in a currency reads its own list too: a pack is never shown in one currency and sold in another', () => {
+    const credits: Schemas['CreditsResponse'] = {
+      data: [{ metric: 'ai_tokens', policy: 'credits', included: { limit: 100, used: 0, remaining: 100 }, balance: 0, reserved: 0, available: 100, grants: [], auto_recharge: null }],
+    };
+    const withPacks: Schemas['PlanList'] = {
+      ...plans,
+      credit_packs: [{ pack: 'tokens_1m', metric: 'ai_tokens', amount: 1_000_000, expires_after_days: null, prices: [{ id: 'price_tokens_1m', interval: null, interval_count: null, unit_amount: 1000, currency: 'EUR' }] }],
+    };
+    expect(render(<CreditBalance metric="ai_tokens" currency="gbp" />, { plans: withPacks, entitlements: entitlements({}), credits })).toContain('Loading…');
+    expect(render(<CreditBalance metric="ai_tokens" />, { plans: withPacks, entitlements: entitlements({}), credits })).toContain('>Buy 1,000,000 AI tokens for €10.00</button>');
+  });
 });

@@ -14,6 +14,11 @@ export interface CreditBalanceProps {
   cancelUrl?: string;
   onRedirect?: Redirect;
   headingLevel?: 2 | 3 | 4;
+  /**
+   * The currency to show and sell the packs in (e.g. `'eur'`, as `PricingTable`'s): each pack price from the
+   * provider's currency options, and the checkout in it. Default: each price's own currency.
+   */
+  currency?: string;
 }
 
 /**
@@ -24,7 +29,7 @@ export interface CreditBalanceProps {
 export function CreditBalance(props: CreditBalanceProps) {
   const labels = useLabels(props.labels);
   const { client, organisationId, format } = useBilling();
-  const credits = useCredits(props.metric);
+  const credits = useCredits(props.metric, props.currency ? { currency: props.currency } : {});
   const titleId = useId();
   const [buying, setBuying] = useState<string | null>(null);
   const [error, setError] = useState<ServiceError | null>(null);
@@ -40,6 +45,7 @@ export function CreditBalance(props: CreditBalanceProps) {
         organisation_id: organisationId,
         pack,
         quantity: 1,
+        ...(props.currency ? { currency: props.currency } : {}),
         ...(props.successUrl ? { success_url: props.successUrl } : {}),
         ...(props.cancelUrl ? { cancel_url: props.cancelUrl } : {}),
       });
