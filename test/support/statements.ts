@@ -8,12 +8,13 @@ export interface Statement {
 }
 
 /**
- * Every statement the app sends to PostgreSQL while handling the HTTP requests `work` makes (text and values,
- * as pg sends them; transaction control and settings left out). The app's connections are node-postgres's own clients, so
- * every statement goes through pg.Client's query(); only those made on behalf of a request count: the job
- * queue's polling and its minutely cron (whose step uses the app's pool) run meanwhile, at any moment.
+ * Every statement the app sends to PostgreSQL while handling the HTTP requests `work` makes (text and values, as
+ * pg sends them; transaction control and settings left out unless `roundTrips`, which counts every one). The app's
+ * connections are node-postgres's own clients, so every statement goes through pg.Client's query(); only those
+ * made on behalf of a request count: the job queue's polling and its minutely cron (whose step uses the app's
+ * pool) run meanwhile, at any moment.
  */
-export async function requestStatements(server: Server, work: () => Promise<unknown>): Promise<Statement[]> {
+export async function requestStatements(server: Server, work: () => Promise<unknown>, { roundTrips = false } = {}): Promise<Statement[]> {
   const inRequest = new AsyncLocalStorage<true>();
   const emit = server.emit;
   server.emit = function (this: Server, event: string | symbol, ...args: unknown[]) {
@@ -35,5 +36,5 @@ export async function requestStatements(server: Server, work: () => Promise<unkn
   }
   return seen
     .map(({ text, values }) => ({ text, values: Array.isArray(values) ? values : [] }))
-    .filter((s): s is Statement => typeof s.text === 'string' && !/^\s*(START TRANSACTION|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|RESET|SHOW)\b/i.test(s.text));
+    .filter((s): s is Statement => typeof s.text === 'string' && (roundTrips || !/^\s*(START TRANSACTION|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|RESET|SHOW)\b/i.test(s.text)));
 }
