@@ -60,10 +60,11 @@ describe('the modules’ database functions', () => {
         arguments: declared.arguments,
         returns: declared.returns,
       });
-      // Planned once per session (the usage write's per-statement functions), or as PostgreSQL chooses.
-      expect({ name: declared.name, config: declared.inlined ? found.proconfig : (found.proconfig ?? []).filter((c: string) => c.startsWith('plan_cache_mode=')) }).toEqual({
+      // Planned once per session with index probes (the usage write's per-statement functions), or as PostgreSQL chooses.
+      const planning = (found.proconfig ?? []).filter((c: string) => c.startsWith('plan_cache_mode=') || c.startsWith('enable_seqscan='));
+      expect({ name: declared.name, config: declared.inlined ? found.proconfig : planning }).toEqual({
         name: declared.name,
-        config: declared.inlined ? null : declared.genericPlans ? ['plan_cache_mode=force_generic_plan'] : [],
+        config: declared.inlined ? null : declared.genericPlans ? ['plan_cache_mode=force_generic_plan', 'enable_seqscan=off'] : [],
       });
       if (declared.inlined) {
         // What PostgreSQL needs to inline a function into its caller.

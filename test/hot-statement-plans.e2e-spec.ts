@@ -1,5 +1,6 @@
 import * as pg from 'pg';
 import { invoiceObject, invoicePaidEvent, subscriptionEvent, subscriptionObject } from './support/provider-events';
+import { giveCredits, creditsTiersFile } from './support/credits';
 import { requestStatements, Statement } from './support/statements';
 import { createOrganisation, createUserWithSession, startTestApp, TestApp } from './support/test-app';
 import { deliver } from './support/webhook-signing';
@@ -117,5 +118,65 @@ describe('hot statements use index paths', () => {
       if (scans.length) offenders.push(`${scans.join(', ')} ← ${statement.text.replace(/\s+/g, ' ').slice(0, 300)}`);
     }
     expect(offenders).toEqual([]);
+  });
+});
+
+/** The tables the usage write reads that grow with use (one row per period, key, hold, grant or consumption). */
+const GROWING = ['usage_counters', 'usage_idempotency_keys', 'usage_reservations', 'credit_grants', 'credit_ledger'];
+
+/**
+ * The usage write's plans as a connection makes them on a new database: its tables nearly empty and never analysed
+ * (this machine's PostgreSQL runs without autovacuum, so they never are). The connection keeps that plan as the
+ * tables grow, so the plan must read none of them whole: executed (EXPLAIN ANALYZE, rolled back), no sequential
+ * scan of a growing table runs. Here sequential scans are allowed, as they are in the service.
+ */
+describe('the usage write planned on nearly empty tables', () => {
+  let t: TestApp;
+  let admin: pg.Client;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { SERVICE_API_KEYS: KEY, TIERS_FILE: creditsTiersFile() } });
+    admin = new pg.Client({ connectionString: t.databaseUrl });
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin.end();
+    await t.close();
+  });
+
+  /** The growing tables a statement's generic plan scans whole when it runs. */
+  async function scansRun(statement: Statement): Promise<string[]> {
+    const scans: string[] = [];
+    const walk = (node: any) => {
+      if (node['Node Type'] === 'Seq Scan' && node['Actual Loops'] > 0 && GROWING.includes(node['Relation Name'])) scans.push(node['Relation Name']);
+      for (const child of node.Plans ?? []) walk(child);
+    };
+    await admin.query('BEGIN');
+    try {
+      await admin.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      await admin.query(`PREPARE hot AS ${statement.text}`);
+      const { rows } = await admin.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE hot(${statement.values.map((v) => literal(admin, v)).join(', ')})`);
+      walk(rows[0]['QUERY PLAN'][0].Plan);
+    } finally {
+      await admin.query('ROLLBACK');
+      await admin.query('DEALLOCATE ALL');
+    }
+    return scans;
+  }
+
+  it('a hold, a commit and a report with a key read no growing table whole', async () => {
+    const org = (await createOrganisation(t)).id;
+    await giveCredits(t, org, 1000);
+    const service = (path: string, body: object) => t.http().post(path).set('X-Service-Key', KEY).send(body);
+    const hold = () => service('/api/licensing/usage/reservations', { organisation_id: org, metric: 'ai_tokens', amount: 10 }).expect(201);
+    const server = t.app.getHttpServer();
+    let first = '';
+    const [holding] = await requestStatements(server, async () => (first = (await hold()).body.id));
+    const [committing] = await requestStatements(server, () => service(`/api/licensing/usage/reservations/${first}/commit`, { amount: 7 }).expect(200));
+    const [reporting] = await requestStatements(server, () => service('/api/licensing/usage', { organisation_id: org, metric: 'ai_tokens', amount: 150, idempotency_key: 'job-1' }).expect(200));
+    // The commit's statement again, for a hold still held (the first is committed now).
+    const second = (await hold()).body.id;
+    const committingHeld = { ...committing, values: committing.values.map((v) => (Array.isArray(v) && v[0] === first ? [second] : v)) };
+    expect(committingHeld.values).toContainEqual([second]);
+    for (const statement of [holding, committingHeld, reporting]) expect(await scansRun(statement)).toEqual([]);
   });
 });

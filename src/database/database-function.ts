@@ -4,8 +4,9 @@
  * `inlined`: a read that PostgreSQL must be able to inline into the calling statement (LANGUAGE sql, STABLE or
  * IMMUTABLE, not STRICT, no SET clause). `genericPlans`: a function the usage write calls once per statement with
  * that statement's arrays, whose statements are planned once per session (`SET plan_cache_mode =
- * force_generic_plan`, migration 1764002540000-GenericPlansForUsageWrite.ts; a CREATE OR REPLACE must say it
- * again). test/database-functions.e2e-spec.ts holds every one against the database, so a migration that changes a
+ * force_generic_plan`, migration 1764002540000-GenericPlansForUsageWrite.ts) as index probes whatever the tables'
+ * size then (`SET enable_seqscan = off`, 1764002560000-IndexProbesForUsageWrite.ts); a CREATE OR REPLACE must say
+ * both again. test/database-functions.e2e-spec.ts holds every one against the database, so a migration that changes a
  * function the code reads cannot go unnoticed.
  */
 export interface DatabaseFunction {

@@ -122,18 +122,23 @@ const ANSWER_JSON = `
 
 /** Keys: expired ones swept, and those of applied events stored with their answer; holds and commits handed on. */
 const KEY_CTES_SQL = `
-  swept AS (
-    -- Up to 10 an organisation and 100 in all, found through each organisation's keys by age and deleted by their
-    -- row address: never a scan of the table, whatever the planner believes its size to be (a plan made while the
-    -- table was small is kept by the connection; a join here scanned the whole table at every call).
-    DELETE FROM usage_idempotency_keys WHERE ctid = ANY (ARRAY(
+  sweepable AS (
+    -- Up to 10 an organisation and 100 in all, found through each organisation's keys by age: never a scan of the
+    -- table, whatever the planner believes its size to be (a plan made while the table was small is kept by the
+    -- connection; a join here scanned the whole table at every call).
+    SELECT ARRAY(
       SELECT k.ctid FROM (SELECT DISTINCT org FROM ev WHERE key IS NOT NULL) o
       CROSS JOIN LATERAL (
         SELECT k.ctid FROM usage_idempotency_keys k
         WHERE k.organisation_id = o.org AND k.created_at < now() - interval '24 hours'
           AND (k.organisation_id, k.key) NOT IN (SELECT org, key FROM ev WHERE key IS NOT NULL)
         ORDER BY k.created_at LIMIT 10 FOR UPDATE SKIP LOCKED) k
-      LIMIT 100))
+      LIMIT 100) AS tids
+  ),
+  swept AS (
+    -- Deleted by their row address, and only when there are some: such a plan reads the table whole to find them.
+    DELETE FROM usage_idempotency_keys
+    WHERE ctid = ANY ((SELECT tids FROM sweepable)::tid[]) AND (SELECT cardinality(tids) > 0 FROM sweepable)
   ),
   answers AS (
     SELECT o.*, ${ANSWER_JSON} AS response FROM applied o
@@ -179,7 +184,8 @@ const evSql = (keyed: boolean, { organisations: $orgs, metrics: $metrics, amount
     FROM unnest((SELECT ${$orgs}::uuid[]), (SELECT ${$metrics}::text[]), (SELECT ${$amounts}::bigint[]), (SELECT ${$keys}::text[]),
                 (SELECT ${$res}::uuid[]), (SELECT ${$ttls}::int[]))
          WITH ORDINALITY AS e(org, metric, amount, key, res, ttl, n)
-    LEFT JOIN LATERAL credits.reservation(e.res) r ON true
+    -- A sub-query kept apart (OFFSET 0): one primary-key probe per commit, never a join that scans the reservations.
+    LEFT JOIN LATERAL (SELECT * FROM credits.reservation(e.res) OFFSET 0) r ON true
   ),`
     : `
   ev AS (
@@ -283,9 +289,14 @@ const applySqlHead = (
     SELECT org, metric, period, start, used, existed, touched, amounts, alerted, low FROM fold WHERE k = cardinality(amounts)
   ),
   updated AS (
-    UPDATE usage_counters u SET used = f.used, alerted_threshold = f.alerted, credits_low = f.low, updated_at = now()
-    FROM final f
-    WHERE f.existed AND (f.used <> f.start OR f.touched) AND (u.organisation_id, u.metric, u.period_start) = (f.org, f.metric, f.period)
+    -- The counters it locked (so none is inserted), written through their primary key: an upsert finds each by its
+    -- conflict, where an UPDATE … FROM is a join the planner may make a scan of the table (it does in a plan made
+    -- while the table was small, which the connection keeps).
+    INSERT INTO usage_counters AS u (organisation_id, metric, period_start, used, alerted_threshold, credits_low)
+    SELECT f.org, f.metric, f.period, f.used, f.alerted, f.low FROM final f
+    WHERE f.existed AND (f.used <> f.start OR f.touched)
+    ON CONFLICT (organisation_id, metric, period_start) DO UPDATE
+      SET used = EXCLUDED.used, alerted_threshold = EXCLUDED.alerted_threshold, credits_low = EXCLUDED.credits_low, updated_at = now()
     RETURNING u.organisation_id
   ),
   creating AS (
