@@ -22,11 +22,13 @@ export type UsageOutcome =
 // The most events one statement takes: a batch's limit, and the most concurrent single reports grouped.
 const MAX_EVENTS = 1000;
 // Statements of grouped single reports under way at once (of the pool's DATABASE_POOL_SIZE connections, 10 by
-// default): two keep the database busy while a group commits, and the reports arriving meanwhile make bigger
-// groups, so each statement's fixed cost serves more of them; other requests always find a connection. Measured
-// side by side against four on two cores (docs/performance.md): a credits report 0.79-0.82x health against
-// 0.58-0.62x, a reservation pair 0.28-0.29x against 0.24x, a plain report 0.90-0.94x against 0.71-0.86x.
-const MAX_STATEMENTS = 2;
+// default): one. The reports arriving while it runs make the next group, so each statement's fixed cost (its plan's
+// start, its commit's WAL flush) serves as many as arrived; other requests always find a connection. A statement
+// that waits for a row lock another writer holds delays this process's next group with it (at most the statement
+// timeout). Measured side by side against two on two cores (docs/performance.md): a reservation pair 0.39-0.40x
+// health against 0.35x, a credits report 0.85-0.88x against 0.78x, a plain report 1.13-1.22x against 1.12x; one hot
+// organisation 1.25-1.32x against 1.48x (its target: 0.8x). Three measured worse than two, as four had.
+const MAX_STATEMENTS = 1;
 // A statement fails as contended only after a concurrent writer created a counter, took a key or settled a
 // reservation it wanted, and the next one sees that writer's commit; a few rounds are far more than a race can need.
 const MAX_ROUNDS = 5;
@@ -43,7 +45,7 @@ interface Waiting {
  * Records usage reported by trusted back-ends (spec §7, §13): every report, single or in a batch, goes
  * through one statement (UsageRepository.apply) that applies events in order under the counters' row locks.
  *
- * Single reports, holds and commits (spec §16.5) are grouped: while MAX_STATEMENTS statements are under way, the
+ * Single reports, holds and commits (spec §16.5) are grouped: while a statement is under way (MAX_STATEMENTS), the
  * ones that arrive wait, and go together in the next one, as a batch would; an organisation's in arrival order,
  * and never in two statements at once (a report for an organisation with a statement under way waits for it). One
  * statement and one commit then serve many reports, whether of one hot organisation (where each used to hold
