@@ -716,8 +716,8 @@ async function main() {
       if (name.includes('/api/webhooks/')) {
         outcomes.push(`${name}: ${ledgerDelta(ledgerBefore, await ledgerCounts(admin))}; its database connections on average: ${backendsLine(backends)}`);
       }
-      // Where a hot organisation's reports wait: on its counter's row lock, or at commit.
-      if (name === USAGE_HOT) outcomes.push(`${name}: its database connections on average: ${backendsLine(backends)}`);
+      // Where a hot organisation's reports wait (on its counter's row lock, or at commit), and a pair's statements.
+      if (name === USAGE_HOT || name === RESERVE_COMMIT) outcomes.push(`${name}: its database connections on average: ${backendsLine(backends)}`);
       if (eventsPerRequest) {
         // Every event answered must be counted (a batch answers 200 even when events in it fail).
         const counted = (await tokensCounted(admin, metric)) - tokensBefore;
