@@ -17,15 +17,32 @@ function literal(client: pg.Client, value: unknown): string {
   return client.escapeLiteral(String(value));
 }
 
-/** Tables a plan reads with a sequential scan. */
-function seqScans(plan: any): string[] {
-  const found: string[] = [];
-  const walk = (node: any) => {
-    if (node['Node Type'] === 'Seq Scan') found.push(node['Relation Name']);
-    for (const child of node.Plans ?? []) walk(child);
-  };
-  walk(plan);
-  return found;
+/** Every node of a plan (EXPLAIN's JSON), the plan first. */
+function nodesOf(plan: any): any[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodesOf)];
+}
+
+/**
+ * The plans PostgreSQL makes for a statement, prepared as the service prepares it, in a transaction rolled back:
+ * one per plan_cache_mode given, under `settings` (SET LOCAL); with `analyze`, executed.
+ */
+async function plansOf(admin: pg.Client, statement: Statement, { modes, settings = [], analyze = false }: { modes: string[]; settings?: string[]; analyze?: boolean }): Promise<any[]> {
+  const plans: any[] = [];
+  await admin.query('BEGIN');
+  try {
+    for (const setting of settings) await admin.query(`SET LOCAL ${setting}`);
+    await admin.query(`PREPARE hot AS ${statement.text}`);
+    const args = statement.values.length ? `(${statement.values.map((v) => literal(admin, v)).join(', ')})` : '';
+    for (const mode of modes) {
+      await admin.query(`SET LOCAL plan_cache_mode = ${mode}`);
+      const { rows } = await admin.query(`EXPLAIN (${analyze ? 'ANALYZE, ' : ''}FORMAT JSON) EXECUTE hot${args}`);
+      plans.push(rows[0]['QUERY PLAN'][0].Plan);
+    }
+  } finally {
+    await admin.query('ROLLBACK');
+    await admin.query('DEALLOCATE ALL');
+  }
+  return plans;
 }
 
 /**
@@ -47,23 +64,10 @@ describe('hot statements use index paths', () => {
     await t.close();
   });
 
+  /** Tables the generic and a custom plan read with a sequential scan, with sequential scans disabled. */
   async function explain(statement: Statement): Promise<string[]> {
-    const scans: string[] = [];
-    await admin.query('BEGIN');
-    try {
-      await admin.query('SET LOCAL enable_seqscan = off');
-      await admin.query(`PREPARE hot AS ${statement.text}`);
-      const args = statement.values.length ? `(${statement.values.map((v) => literal(admin, v)).join(', ')})` : '';
-      for (const mode of ['force_generic_plan', 'force_custom_plan']) {
-        await admin.query(`SET LOCAL plan_cache_mode = ${mode}`);
-        const { rows } = await admin.query(`EXPLAIN (FORMAT JSON) EXECUTE hot${args}`);
-        scans.push(...seqScans(rows[0]['QUERY PLAN'][0].Plan));
-      }
-    } finally {
-      await admin.query('ROLLBACK');
-      await admin.query('DEALLOCATE ALL');
-    }
-    return [...new Set(scans)];
+    const plans = await plansOf(admin, statement, { modes: ['force_generic_plan', 'force_custom_plan'], settings: ['enable_seqscan = off'] });
+    return [...new Set(plans.flatMap(nodesOf).filter((n) => n['Node Type'] === 'Seq Scan').map((n) => n['Relation Name']))];
   }
 
   it('the check itself: a statement no index serves is caught', async () => {
@@ -145,22 +149,10 @@ describe('the usage write planned on nearly empty tables', () => {
 
   /** The growing tables a statement's generic plan scans whole when it runs. */
   async function scansRun(statement: Statement): Promise<string[]> {
-    const scans: string[] = [];
-    const walk = (node: any) => {
-      if (node['Node Type'] === 'Seq Scan' && node['Actual Loops'] > 0 && GROWING.includes(node['Relation Name'])) scans.push(node['Relation Name']);
-      for (const child of node.Plans ?? []) walk(child);
-    };
-    await admin.query('BEGIN');
-    try {
-      await admin.query('SET LOCAL plan_cache_mode = force_generic_plan');
-      await admin.query(`PREPARE hot AS ${statement.text}`);
-      const { rows } = await admin.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE hot(${statement.values.map((v) => literal(admin, v)).join(', ')})`);
-      walk(rows[0]['QUERY PLAN'][0].Plan);
-    } finally {
-      await admin.query('ROLLBACK');
-      await admin.query('DEALLOCATE ALL');
-    }
-    return scans;
+    const [plan] = await plansOf(admin, statement, { modes: ['force_generic_plan'], analyze: true });
+    return nodesOf(plan)
+      .filter((n) => n['Node Type'] === 'Seq Scan' && n['Actual Loops'] > 0 && GROWING.includes(n['Relation Name']))
+      .map((n) => n['Relation Name']);
   }
 
   it('a hold, a commit and a report with a key read no growing table whole', async () => {
