@@ -172,3 +172,52 @@ describe('the usage write planned on nearly empty tables', () => {
     for (const statement of [holding, committingHeld, reporting]) expect(await scansRun(statement)).toEqual([]);
   });
 });
+
+/**
+ * What every report rewrites, a counter and the grants it draws on, is updated in place (a HOT update: the new
+ * version on the same page, no new index entry), so that those rows' old versions never pile up in the indexes
+ * the next report reads, vacuum or not (docs/performance.md). A report's statement, run again in a transaction
+ * rolled back, and PostgreSQL's own count of that transaction's updates of each table.
+ */
+describe('the usage write updates its rows in place', () => {
+  let t: TestApp;
+  let admin: pg.Client;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { SERVICE_API_KEYS: KEY, TIERS_FILE: creditsTiersFile() } });
+    admin = new pg.Client({ connectionString: t.databaseUrl });
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin.end();
+    await t.close();
+  });
+
+  it('a report drawing on a grant rewrites its counter and the grant on their pages', async () => {
+    const org = (await createOrganisation(t)).id;
+    await giveCredits(t, org, 1000);
+    const report = () => t.http().post('/api/licensing/usage').set('X-Service-Key', KEY).send({ organisation_id: org, metric: 'ai_tokens', amount: 150 }).expect(200);
+    await report(); // past the 100 included: 50 drawn from the grant
+    const [reporting] = await requestStatements(t.app.getHttpServer(), report);
+    await admin.query('BEGIN');
+    try {
+      const before = await grantRemaining(org);
+      await admin.query(reporting.text, reporting.values);
+      expect(await grantRemaining(org)).toBe(before - 150);
+      const { rows } = await admin.query(
+        `SELECT relname, pg_stat_get_xact_tuples_updated(oid)::int AS updated, pg_stat_get_xact_tuples_hot_updated(oid)::int AS hot
+         FROM pg_class WHERE relname IN ('usage_counters', 'credit_grants') ORDER BY relname`,
+      );
+      expect(rows).toEqual([
+        { relname: 'credit_grants', updated: 1, hot: 1 },
+        { relname: 'usage_counters', updated: 1, hot: 1 },
+      ]);
+    } finally {
+      await admin.query('ROLLBACK');
+    }
+  });
+
+  async function grantRemaining(org: string): Promise<number> {
+    const { rows } = await admin.query('SELECT sum(remaining)::int AS remaining FROM credit_grants WHERE organisation_id = $1', [org]);
+    return rows[0].remaining;
+  }
+});

@@ -24,9 +24,9 @@ export type GrantSource = (typeof GRANT_SOURCES)[number];
 @Check('credit_grants_note_check', `char_length(note) <= 500`)
 @Index('credit_grants_reference_key', ['organisationId', 'source', 'reference'], { unique: true, where: 'reference IS NOT NULL' })
 // The grants of an organisation's metric that may still be drawn on (consumption, balances).
-@Index('credit_grants_open_idx', ['organisationId', 'metric'], { where: 'remaining > 0' })
+@Index('credit_grants_open_idx', ['organisationId', 'metric'], { where: 'NOT exhausted' })
 // The minutely job: grants past their expiry with something left to write off.
-@Index('credit_grants_expiry_idx', ['expiresAt'], { where: 'remaining > 0 AND expires_at IS NOT NULL' })
+@Index('credit_grants_expiry_idx', ['expiresAt'], { where: 'NOT exhausted AND expires_at IS NOT NULL' })
 export class CreditGrant {
   @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'credit_grants_pkey' })
   id: string;
@@ -44,6 +44,14 @@ export class CreditGrant {
 
   @Column('bigint')
   remaining: number;
+
+  /**
+   * `remaining = 0`, kept by PostgreSQL. The indexes name it rather than `remaining`: a consumption that leaves
+   * something changes no indexed value, so PostgreSQL rewrites the row on its page without new index entries (a
+   * HOT update), and prunes the old versions as it reads the page, vacuum or not.
+   */
+  @Column({ type: 'boolean', generatedType: 'STORED', asExpression: 'remaining = 0', insert: false, update: false })
+  exhausted: boolean;
 
   @Column('text')
   category: GrantCategory;

@@ -312,7 +312,7 @@ export class CreditsRepository {
     const [row] = await this.db.query(
       `WITH due AS (
          SELECT g.id, g.organisation_id, g.metric, g.remaining FROM credit_grants g
-         WHERE g.remaining > 0 AND g.expires_at <= now() AND g.voided_at IS NULL
+         WHERE NOT g.exhausted AND g.expires_at <= now() AND g.voided_at IS NULL
          ORDER BY g.expires_at, g.id LIMIT $1 FOR UPDATE SKIP LOCKED),
        written AS (
          UPDATE credit_grants g SET remaining = 0 FROM due WHERE g.id = due.id RETURNING g.id),
@@ -351,7 +351,7 @@ export class CreditsRepository {
     const [row] = await m.query(
       `WITH due AS (
          SELECT g.id, g.metric, g.remaining FROM credit_grants g
-         WHERE g.organisation_id = $1 AND g.remaining > 0 AND g.voided_at IS NULL AND g.expires_at <= $2
+         WHERE g.organisation_id = $1 AND NOT g.exhausted AND g.voided_at IS NULL AND g.expires_at <= $2
          ORDER BY g.id FOR UPDATE),
        written AS (
          UPDATE credit_grants g SET remaining = 0 FROM due WHERE g.id = due.id RETURNING g.id),
