@@ -83,6 +83,20 @@ describe('credits: reservations', () => {
     expect(await ledgerMismatches(t, org)).toEqual([]);
   });
 
+  it('a repeated commit is answered by its reservation however long after (the same amount: the same answer; another: 409); it takes no report key', async () => {
+    const org = await newOrg();
+    const { body: held } = await reserve(org, 10).expect(201);
+    const { body: answer } = await commit(held.id, { amount: 7 }).expect(200);
+    // A report keyed by the reservation's id is a report of its own: the commit keeps its answer with the reservation.
+    expect((await report(org, 1, { idempotency_key: held.id }).expect(200)).body.used).toBe(8);
+    // A day later, when any key of the organisation's reports has lapsed.
+    await t.db.query(`UPDATE usage_idempotency_keys SET created_at = created_at - interval '25 hours' WHERE organisation_id = $1`, [org]);
+    await t.db.query(`UPDATE usage_reservations SET created_at = created_at - interval '25 hours', settled_at = settled_at - interval '25 hours' WHERE id = $1`, [held.id]);
+    expect((await commit(held.id, { amount: 7 }).expect(200)).body).toEqual(answer);
+    expect((await commit(held.id, { amount: 6 }).expect(409)).body).toEqual(errorBody(409, 'reservation_committed'));
+    expect(await used(org)).toBe(8);
+  });
+
   it('refused whole when what the metric allows cannot cover it (402 insufficient_credits / limit_exceeded), nothing held; a bill metric always holds', async () => {
     const org = await newOrg();
     await giveCredits(t, org, 10);

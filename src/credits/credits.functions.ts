@@ -49,6 +49,7 @@ export const CREDITS_FUNCTIONS: DatabaseFunction[] = [
     amount: 'bigint',
     expires_at: 'timestamp with time zone',
     status: 'text',
+    spent: 'bigint',
     response: 'jsonb',
   }),
   tableFunction('credits.room', 'org uuid, metric_name text, with_balance boolean, commits uuid[]', { held: 'bigint', balance: 'bigint', live: 'uuid[]' }, false),

@@ -43,11 +43,12 @@ const policyOf = (overage: string, metric: string) => `COALESCE(${overage} ->> $
  * Usage events applied in order, each with the single report's meaning, in one statement: the single report
  * is its one-event case, a batch (or a group of concurrent single reports) the many-event one. An event is a
  * report, a hold (a reservation, spec §16.5: it takes room, not usage) or a commit (a reservation's spend: a
- * report of its amount that may use its own live hold, keyed by the reservation id).
+ * report of its amount that may use its own live hold, made once per reservation).
  *
- * - `prior`: events whose idempotency key a live report (< 24 h) already holds apply nothing; they get its
- *   answer, or 409 when the metric or amount differ. `early`: commits that cannot apply (unknown reservation,
- *   more than it holds, released; one committed longer ago than its key lives answers what it answered).
+ * - `prior`: reports and holds whose idempotency key a live report (< 24 h) already holds apply nothing; they get
+ *   its answer, or 409 when the metric or amount differ. `early`: commits that cannot apply (unknown reservation,
+ *   more than it holds, released) or need not (committed: the same amount answers what the commit answered, kept
+ *   with the reservation; another is 409). A commit takes no idempotency key: its reservation is its key.
  * - `counters`: the events of each counter, with the license of its organisation (none for an unknown one:
  *   404), computed inside the statement, so no webhook can slip in between the limit read and the write.
  * - `locked`: the counters the events touch, locked in one order (organisation, metric, period), so that
@@ -65,8 +66,9 @@ const policyOf = (overage: string, metric: string) => `COALESCE(${overage} ->> $
  * - The counters are written once each with their last value (also when only holds or commits touched them,
  *   so that concurrent writers see them move); a counter not there yet is inserted. When a concurrent writer
  *   inserted it first, its events have status `0` (nothing applied: run again).
- * - Keys are stored with the answer for events that applied. A key taken meanwhile by a concurrent report
- *   (not visible to `prior`), or a reservation released or committed meanwhile, is found after the writes.
+ * - Keys are stored with the answer for reports and holds that applied; a commit's answer and amount are stored with
+ *   its reservation (credits.settle_commits). A key taken meanwhile by a concurrent report (not visible to
+ *   `prior`), or a reservation released or committed meanwhile, is found after the writes.
  * - All or nothing: an event with status 0, a key taken or a reservation settled meanwhile fails the whole statement
  *   with serialization_failure (licensing.usage_uncontended), which rolls back everything it wrote (UsageContended):
  *   the caller runs it again, and needs no transaction around a single statement.
@@ -101,11 +103,12 @@ const PRIOR_SQL = `
   ),
   early AS (
     SELECT e.n, CASE WHEN e.res_org IS NULL OR e.res_org <> e.org THEN 'reservation_not_found'
+                     WHEN e.res_status = 'committed' AND e.amount = e.res_spent THEN 'committed'
+                     WHEN e.res_status = 'committed' THEN 'reservation_committed'
                      WHEN e.amount > e.reserved THEN 'reservation_exceeded'
-                     WHEN e.res_status = 'released' THEN 'reservation_released'
-                     WHEN e.res_status = 'committed' THEN 'committed' END AS code
+                     WHEN e.res_status = 'released' THEN 'reservation_released' END AS code
     FROM ev e
-    WHERE e.kind = 'commit' AND NOT EXISTS (SELECT 1 FROM prior p WHERE p.n = e.n)
+    WHERE e.kind = 'commit'
       AND (e.res_org IS NULL OR e.res_org <> e.org OR e.amount > e.reserved OR e.res_status IN ('released', 'committed'))
   ),
 `;
@@ -177,9 +180,10 @@ const evSql = (keyed: boolean, { organisations: $orgs, metrics: $metrics, amount
     -- sees the values or not, so a connection settles on one generic plan (planned once: ~0.1 ms) instead
     -- of planning every call for the values it knows (~2 ms).
     SELECT e.n::int AS n, COALESCE(e.org, r.organisation_id) AS org, COALESCE(e.metric, r.metric) AS metric, e.amount,
-           CASE WHEN e.res IS NOT NULL THEN e.res::text WHEN e.ttl IS NOT NULL THEN 'hold ' || e.key ELSE e.key END AS key,
+           CASE WHEN e.ttl IS NOT NULL THEN 'hold ' || e.key WHEN e.res IS NULL THEN e.key END AS key,
            CASE WHEN e.res IS NOT NULL THEN 'commit' WHEN e.ttl IS NOT NULL THEN 'hold' ELSE 'report' END AS kind,
-           e.res, e.ttl, r.organisation_id AS res_org, r.amount AS reserved, r.status AS res_status, r.response AS res_response,
+           e.res, e.ttl, r.organisation_id AS res_org, r.amount AS reserved, r.status AS res_status, r.spent AS res_spent,
+           r.response AS res_response,
            CASE WHEN e.ttl IS NOT NULL THEN gen_random_uuid() END AS hold_id
     FROM unnest((SELECT ${$orgs}::uuid[]), (SELECT ${$metrics}::text[]), (SELECT ${$amounts}::bigint[]), (SELECT ${$keys}::text[]),
                 (SELECT ${$res}::uuid[]), (SELECT ${$ttls}::int[]))
@@ -347,12 +351,12 @@ const applySqlAnswer = (keyed: boolean, handedOn: string) => `,
   SELECT e.n,
          CASE ${keyed ? `WHEN p.n IS NOT NULL THEN (CASE WHEN NOT p.same THEN 409 WHEN p.response IS NULL THEN 0 WHEN e.kind = 'hold' THEN 201 ELSE 200 END)
               WHEN x.code IS NOT NULL THEN (CASE x.code WHEN 'reservation_not_found' THEN 404 WHEN 'reservation_exceeded' THEN 400
-                                                        WHEN 'reservation_released' THEN 409 ELSE 200 END)` : ''}
+                                                        WHEN 'committed' THEN 200 ELSE 409 END)` : ''}
               WHEN o.n IS NULL THEN 404
               WHEN o.retry THEN 0
               WHEN o.accepted THEN (CASE WHEN e.kind = 'hold' THEN 201 ELSE 200 END)
               ELSE 402 END AS status,
-         CASE ${keyed ? `WHEN p.n IS NOT NULL THEN (CASE WHEN p.same THEN NULL WHEN e.kind = 'commit' THEN 'reservation_committed' ELSE 'idempotency_key_reused' END)
+         CASE ${keyed ? `WHEN p.n IS NOT NULL THEN (CASE WHEN p.same THEN NULL ELSE 'idempotency_key_reused' END)
               WHEN x.code IS NOT NULL THEN NULLIF(x.code, 'committed')` : ''}
               WHEN o.n IS NULL THEN 'organisation_not_found'
               WHEN o.retry OR o.accepted THEN NULL
@@ -483,7 +487,7 @@ export interface UsageEvent {
 
 /**
  * What the usage statement applies: a report, a hold (`holdTtlS`: a reservation of `amount`, spec §16.5), or a
- * commit (`reservation`: its organisation and metric are the reservation's, its key the reservation id; with
+ * commit (`reservation`: its organisation and metric are the reservation's, made once per reservation; with
  * `organisationId`, a reservation of another organisation is unknown).
  */
 export type StatementEvent = UsageEvent | (UsageEvent & { holdTtlS: number }) | { reservation: string; amount: number; organisationId?: string };
@@ -505,7 +509,7 @@ export interface AppliedRow {
   expired: boolean | null;
   holdId: string | null;
   expiresAt: Date | null;
-  /** A key's first answer (status 200 or 201 for a repeat), or a commit's stored one. */
+  /** A key's first answer (status 200 or 201 for a repeat), or a commit's, stored with its reservation. */
   response: UsageAnswer | ReservationAnswer | null;
   /** The event's organisation (null when it was not applied: a repeated key, an unknown reservation). */
   organisationId: string | null;
