@@ -2,9 +2,9 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * The rows every usage write rewrites stay on their page (docs/performance.md). A grant's indexes named `remaining`
- * in their predicates (`remaining > 0`), so each consumption was an update with a new entry in each of its four
- * indexes, and its old versions and entries stayed until a vacuum: after a busy hour, reading an organisation's
- * three grants walked hundreds of dead entries. The indexes now name `exhausted` (`remaining = 0`, a stored
+ * in their predicates (`remaining > 0`), so each consumption was an update with a new entry in each of its
+ * indexes, and its old versions and entries stayed until a vacuum: after the bench's batch steps, reading an
+ * organisation's three grants walked 63 index entries. The indexes now name `exhausted` (`remaining = 0`, a stored
  * generated column), which a consumption that leaves something does not change: PostgreSQL rewrites the row on its
  * page (a HOT update, no index entry) and prunes the old versions when it next reads the page. Both tables that
  * every report rewrites (the grants and the usage counters) keep half of each page free for those new versions.
