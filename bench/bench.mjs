@@ -135,9 +135,9 @@ function cpuMs(pid) {
 }
 
 /**
- * CPU time (ms) used so far by the PostgreSQL backends serving the service, when PostgreSQL runs on this
- * machine (their pids are readable in /proc); undefined otherwise. Where planning happens: it tells
- * named from unnamed statements better than req/s on a shared machine.
+ * CPU time (ms) used so far by each PostgreSQL backend serving the service (pid → ms), when PostgreSQL runs on
+ * this machine (their pids are readable in /proc); undefined otherwise. Where planning happens: it tells named
+ * from unnamed statements better than req/s on a shared machine.
  */
 async function databaseCpuMs(admin, database) {
   const { rows } = await admin.query(
@@ -145,46 +145,67 @@ async function databaseCpuMs(admin, database) {
     [database],
   );
   try {
-    return rows.reduce((sum, { pid }) => sum + cpuMs(pid), 0);
+    return new Map(rows.map(({ pid }) => [pid, cpuMs(pid)]));
   } catch {
     return undefined;
   }
 }
 
 /**
+ * The CPU time the backends used between `before` and the latest reading of each (`seen`: pid → its last reading;
+ * one the pool opened meanwhile counts from 0). The pool closes connections idle for a while: a backend gone
+ * before the step's end keeps its last reading, taken while it idled, instead of dropping out of the sum.
+ */
+function databaseCpuSpent(before, seen) {
+  if (before === undefined || seen === undefined) return undefined;
+  let spent = 0;
+  for (const [pid, ms] of seen) spent += ms - (before.get(pid) ?? 0);
+  return spent;
+}
+
+/**
  * What the service's database connections are doing, sampled every 100 ms while `work` runs: on average
  * how many run a statement, wait for the service's next statement inside a transaction (a round trip),
- * wait for an advisory lock or a row lock, or flush the WAL at commit. Where a webhook's time goes.
+ * wait for an advisory lock or a row lock, or flush the WAL at commit. Where a webhook's time goes. Also
+ * each backend's last CPU reading (`cpu`, for databaseCpuSpent).
  */
 async function sampleBackends({ url, name: database }, work) {
   // A client of its own: the measuring one asks for CPU times meanwhile.
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   const totals = {};
+  const cpu = new Map();
   let samples = 0;
   let done = false;
   const sampling = (async () => {
     while (!done) {
       const { rows } = await admin.query(
-        `SELECT CASE
+        `SELECT pid, CASE
            WHEN state = 'idle in transaction' THEN 'between statements'
            WHEN state <> 'active' THEN 'idle'
            WHEN wait_event_type = 'Lock' AND wait_event = 'advisory' THEN 'advisory lock'
            WHEN wait_event_type = 'Lock' THEN 'row lock'
            WHEN wait_event IN ('WALSync', 'WALWrite', 'WALInsert') OR (wait_event_type = 'LWLock' AND wait_event LIKE 'WAL%') THEN 'WAL flush'
            WHEN wait_event_type IS NULL THEN 'running'
-           ELSE 'other wait' END AS what, count(*)::int AS n
-         FROM pg_stat_activity WHERE datname = $1 AND application_name = 'billing-licensing-service'
-         GROUP BY 1`,
+           ELSE 'other wait' END AS what
+         FROM pg_stat_activity WHERE datname = $1 AND application_name = 'billing-licensing-service'`,
         [database],
       );
-      for (const { what, n } of rows) totals[what] = (totals[what] ?? 0) + n;
+      for (const { pid, what } of rows) {
+        totals[what] = (totals[what] ?? 0) + 1;
+        try {
+          cpu.set(pid, cpuMs(pid));
+        } catch {
+          // gone meanwhile (or PostgreSQL runs elsewhere): its last reading stays
+        }
+      }
       samples++;
       await new Promise((r) => setTimeout(r, 100));
     }
   })();
   try {
-    return { result: await work(), backends: samples ? Object.fromEntries(Object.entries(totals).map(([k, v]) => [k, v / samples])) : {} };
+    const result = await work();
+    return { result, cpu, backends: samples ? Object.fromEntries(Object.entries(totals).map(([k, v]) => [k, v / samples])) : {} };
   } finally {
     done = true;
     await sampling;
@@ -203,16 +224,17 @@ async function measure(opts, server, admin, db) {
   const cpuBefore = cpuMs(server.pid);
   const dbBefore = await databaseCpuMs(admin, database);
   const benchBefore = process.cpuUsage();
-  const { result: r, backends } = await sampleBackends(db, () => run(opts, DURATION_S));
+  const { result: r, cpu, backends } = await sampleBackends(db, () => run(opts, DURATION_S));
   const bench = process.cpuUsage(benchBefore);
   const dbAfter = await databaseCpuMs(admin, database);
+  const dbSpent = databaseCpuSpent(dbBefore, dbAfter && new Map([...cpu, ...dbAfter]));
   const requests = Math.max(1, r.requests.total);
   return {
     r,
     // Server CPU per request: steadier than latency on a shared machine, where the load generator and
     // PostgreSQL compete for the same cores.
     cpuPerRequest: (cpuMs(server.pid) - cpuBefore) / requests,
-    dbCpuPerRequest: dbBefore === undefined || dbAfter === undefined ? undefined : (dbAfter - dbBefore) / requests,
+    dbCpuPerRequest: dbSpent === undefined ? undefined : dbSpent / requests,
     // This process (autocannon, and the webhook steps' events and signatures) shares the machine's cores.
     benchCpuPerRequest: (bench.user + bench.system) / 1000 / requests,
     backends,
