@@ -2,10 +2,11 @@ import { Client } from 'pg';
 import { TEARDOWN_TIMEOUT_MS } from './support/cleanup';
 import { DataSource } from 'typeorm';
 import { preparedQuery } from '../src/database/prepared';
+import { ClosingClient } from '../src/database/closing-client';
 import { transaction } from '../src/database/transaction';
-import { typeOrmOptions } from '../src/database/typeorm-options';
+import { trustStartupStatementTimeout, typeOrmOptions } from '../src/database/typeorm-options';
 import { createTestDatabase, TestDatabase } from './support/databases';
-import { activePgBouncer, operatorsStatementTimeout } from './support/pgbouncer';
+import { activePgBouncer, operatorsStatementTimeout, startPgBouncer } from './support/pgbouncer';
 import { startTestApp, TestApp } from './support/test-app';
 
 const LIMIT_MS = 500;
@@ -79,6 +80,16 @@ describe('the statement time limit: a statement over it fails and nothing commit
     expect(await t.db.query('SHOW statement_timeout')).toEqual([{ statement_timeout: `${LIMIT_MS}ms` }]);
   });
 
+  it('a transaction sets the limit itself only where its connection did not start with it (behind PgBouncer)', async () => {
+    const sent = await statementsOf(() => transaction(t.db, (m) => m.query('SELECT 1')));
+    expect(sent).toEqual([
+      'START TRANSACTION',
+      ...(activePgBouncer() ? [`SET LOCAL statement_timeout = ${LIMIT_MS}`] : []),
+      'SELECT 1',
+      'COMMIT',
+    ]);
+  });
+
   it('every statement runs without JIT compilation, which made each usage report cost ~250 ms of database CPU', async () => {
     // PostgreSQL's default is on (and the servers of Debian and most managed services are built with LLVM).
     expect((await admin.query(`SELECT boot_val AS jit FROM pg_settings WHERE name = 'jit'`)).rows).toEqual([{ jit: 'on' }]);
@@ -86,6 +97,17 @@ describe('the statement time limit: a statement over it fails and nothing commit
     expect(await t.db.query('SHOW jit')).toEqual([{ jit: 'off' }]);
   });
 });
+
+/** The statements `work` sent through the service's connections (their text), in order. */
+async function statementsOf(work: () => Promise<unknown>): Promise<string[]> {
+  const query = jest.spyOn(ClosingClient.prototype, 'query');
+  try {
+    await work();
+    return query.mock.calls.map(([config]) => (typeof config === 'string' ? config : (config as { text: string }).text));
+  } finally {
+    query.mockRestore();
+  }
+}
 
 describe("the connection's own limit", () => {
   it("overrides the role's default (migrations, opened without one, may run as long as they need), but not through a pooler", async () => {
@@ -108,6 +130,38 @@ describe("the connection's own limit", () => {
       // Through a pooler no startup parameter is sent (spec §1): outside a transaction the role's limit holds.
       expect(await limitOf(700, true)).toEqual({ outside: `${LIMIT_MS}ms`, inside: '700ms' });
     } finally {
+      await database.drop();
+    }
+  });
+
+  it('is trusted in transactions only once a connection showed it: a pooler that dropped it silently leaves them setting it', async () => {
+    const database = await createTestDatabase();
+    await operatorsStatementTimeout(database.name, LIMIT_MS);
+    // A pooler told to ignore the startup parameters the service sends on a direct connection, which it then
+    // takes for one (no DATABASE_DIRECT_URL): its connections start with the role's limit, not the service's.
+    const pooler = await startPgBouncer(undefined, ['extra_float_digits', 'statement_timeout', 'options']);
+    const inTransaction = async (url: string) => {
+      const db = await new DataSource({ ...typeOrmOptions({ url, poolSize: 1, statementTimeoutMs: 700 }), entities: [] }).initialize();
+      try {
+        const trusted = await trustStartupStatementTimeout(db);
+        let limit: string | undefined;
+        const sent = await statementsOf(async () => {
+          limit = (await transaction(db, (m) => m.query('SHOW statement_timeout')))[0].statement_timeout;
+        });
+        return { trusted, limit, setLocal: sent.filter((text) => text.startsWith('SET LOCAL')) };
+      } finally {
+        await db.destroy();
+      }
+    };
+    try {
+      expect(await inTransaction(database.url)).toEqual({ trusted: true, limit: '700ms', setLocal: [] });
+      expect(await inTransaction(pooler.urlFor(database.url))).toEqual({
+        trusted: false,
+        limit: '700ms',
+        setLocal: ['SET LOCAL statement_timeout = 700'],
+      });
+    } finally {
+      await pooler.stop();
       await database.drop();
     }
   });

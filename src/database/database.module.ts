@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { migrate } from './migrate';
 import { sendStatementsUnnamed } from './prepared';
-import { SESSION_SETTINGS, typeOrmOptions } from './typeorm-options';
+import { SESSION_SETTINGS, trustStartupStatementTimeout, typeOrmOptions } from './typeorm-options';
 
 @Module({})
 export class DatabaseModule {
@@ -40,6 +40,7 @@ export class DatabaseModule {
             if (!config.databaseNamedStatements) sendStatementsUnnamed(db);
             await db.initialize();
             await checkSessionDefaults(db, config.databaseStatementTimeoutMs, logger);
+            await trustStartupStatementTimeout(db);
             return db;
           },
         }),

@@ -6,9 +6,10 @@ import { poolRefusesSecondConnection, poolStatementTimeoutMs } from './typeorm-o
  * `dataSource.transaction(work)`, plus two guarantees it lacks:
  *
  * - the statement time limit, `SET LOCAL` for this transaction: a connection opened with the limit has it
- *   already, but behind PgBouncer in transaction mode the connection's startup parameter never reaches
- *   PostgreSQL (and a session `SET` would not survive the transaction). When the limit strikes, PostgreSQL
- *   rolls the transaction back: a request that failed because the database was slow has changed nothing.
+ *   already (and then none is sent: `trustStartupStatementTimeout`), but behind PgBouncer in transaction mode the
+ *   connection's startup parameter never reaches PostgreSQL (and a session `SET` would not survive the
+ *   transaction). When the limit strikes, PostgreSQL rolls the transaction back: a request that failed because
+ *   the database was slow has changed nothing.
  * - a connection that cannot even roll back (cut, or stuck past the query timeout with a statement still
  *   on the wire) is closed before it goes back to the pool, so the pool drops it instead of lending it to
  *   the next request.

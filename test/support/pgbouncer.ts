@@ -42,7 +42,11 @@ export function pgBouncerBinary(): string {
   }
 }
 
-export async function startPgBouncer(target = serverUrl()): Promise<PgBouncer> {
+/**
+ * `ignoreStartupParameters`: its setting of that name (default `extra_float_digits` alone, as above); a pooler whose
+ * operators list `statement_timeout` and `options` there drops them without a word instead of refusing them.
+ */
+export async function startPgBouncer(target = serverUrl(), ignoreStartupParameters = ['extra_float_digits']): Promise<PgBouncer> {
   const binary = pgBouncerBinary();
   const version = /PgBouncer (\d+)\.(\d+)/.exec(execFileSync(binary, ['--version'], { encoding: 'utf8' }));
   const [major, minor] = version ? [Number(version[1]), Number(version[2])] : [1, 0];
@@ -71,7 +75,7 @@ export async function startPgBouncer(target = serverUrl()): Promise<PgBouncer> {
     'server_reset_query_always = 1',
     // As its operators leave it (the stock pgbouncer.ini's only suggestion, for JDBC): any other startup
     // parameter, such as statement_timeout or options, makes PgBouncer refuse the connection.
-    'ignore_startup_parameters = extra_float_digits',
+    `ignore_startup_parameters = ${ignoreStartupParameters.join(', ')}`,
     'max_client_conn = 400',
     'default_pool_size = 40',
     ...(major > 1 || minor >= 21 ? ['max_prepared_statements = 0'] : []),
