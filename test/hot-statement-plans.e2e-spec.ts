@@ -1,4 +1,6 @@
 import * as pg from 'pg';
+import { AppConfig } from '../src/config/app-config';
+import { licenseArguments } from '../src/config/tiers';
 import { invoiceObject, invoicePaidEvent, subscriptionEvent, subscriptionObject } from './support/provider-events';
 import { giveCredits, creditsTiersFile } from './support/credits';
 import { requestStatements, Statement } from './support/statements';
@@ -122,6 +124,21 @@ describe('hot statements use index paths', () => {
       if (scans.length) offenders.push(`${scans.join(', ')} ← ${statement.text.replace(/\s+/g, ' ').slice(0, 300)}`);
     }
     expect(offenders).toEqual([]);
+  });
+
+  it('the reads, the check and the usage write carry the tier table in their text, not as a value sent with each call', async () => {
+    // As a value PostgreSQL parses it at every call (~12 % of a status read's database CPU, docs/performance.md).
+    const { tiers } = licenseArguments(t.app.get(AppConfig));
+    const org = (await createOrganisation(t)).id;
+    const user = await createUserWithSession(t, { org, role: 'owner' });
+    const statements = await requestStatements(t.app.getHttpServer(), async () => {
+      await t.http().get(`/api/licensing/status?organisation_id=${org}`).set(user.auth).expect(200);
+      await t.http().get(`/api/licensing/entitlements?organisation_id=${org}`).set(user.auth).expect(200);
+      await t.http().get(`/api/licensing/check?organisation_id=${org}&metric=projects&amount=1`).set('X-Service-Key', KEY).expect(200);
+      await t.http().post('/api/licensing/usage').set('X-Service-Key', KEY).send({ organisation_id: org, metric: 'projects', amount: 1 }).expect(200);
+    });
+    expect(statements.filter((st) => /licensing\.license_state/.test(st.text))).toHaveLength(4);
+    expect(statements.filter((st) => st.values.includes(tiers)).map((st) => st.text.replace(/\s+/g, ' ').slice(0, 120))).toEqual([]);
   });
 });
 

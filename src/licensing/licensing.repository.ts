@@ -2,8 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '../config/app-config';
-import { licenseArguments, Overage } from '../config/tiers';
+import { Overage } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
+import { licenseConstants } from './license-state';
 
 /*
  * Licensing's reads: the status and entitlements reads, each one statement (one round trip) that calls the
@@ -11,9 +12,11 @@ import { namedParams, preparedQuery } from '../database/prepared';
  * counts, by name.
  */
 
-/** The license of `organisation` with `tiers` and `graceS` (licenseArguments), as `s`; the caller's access as `a`. */
-const license = (p: { organisation: string; tiers: string; graceS: string }) =>
-  `licensing.license_state(${p.organisation}::uuid, ${p.tiers}::jsonb, ${p.graceS}::bigint) s`;
+/** The tier table and the grace period as SQL constants (licenseConstants): each statement is written once per process. */
+type Constants = ReturnType<typeof licenseConstants>;
+
+/** The license of `organisation`, as `s`. */
+const license = (organisation: string, c: Constants) => `licensing.license_state(${organisation}::uuid, ${c.tiers}, ${c.graceS}) s`;
 
 /** The license and every usage count against the limits in force: one row of the status read. */
 export interface LicenseStatusRow {
@@ -44,25 +47,26 @@ export interface SessionStatusRow extends LicenseStatusRow {
 const asOneJsonColumn = (select: string) => `SELECT row_to_json(r) AS status FROM (${select}) r`;
 
 // The license and every usage count, selected from the license `s` of `organisation` with the tier table `tiers`.
-const statusColumns = (organisation: string, tiers: string) => `
+const statusColumns = (organisation: string, { tiers }: Constants) => `
   s.tier, s.is_active AS "isActive", s.is_expired AS "isExpired", s.tier_known AS "tierKnown",
   (s.limits ->> 'projects')::bigint AS "projectsLimit",
   (s.limits ->> 'ai_tokens')::bigint AS "aiTokensLimit",
   (s.limits ->> 'users')::bigint AS "usersLimit",
   COALESCE((SELECT used FROM usage_counters WHERE organisation_id = ${organisation}::uuid AND metric = 'projects'
-              AND period_start = licensing.counter_period(${tiers}::jsonb, 'projects', s.ai_period)), 0) AS "projectsUsed",
+              AND period_start = licensing.counter_period(${tiers}, 'projects', s.ai_period)), 0) AS "projectsUsed",
   COALESCE((SELECT used FROM usage_counters WHERE organisation_id = ${organisation}::uuid AND metric = 'ai_tokens'
-              AND period_start = licensing.counter_period(${tiers}::jsonb, 'ai_tokens', s.ai_period)), 0) AS "aiTokensUsed",
+              AND period_start = licensing.counter_period(${tiers}, 'ai_tokens', s.ai_period)), 0) AS "aiTokensUsed",
   (SELECT count(*) FROM identity.members(${organisation}::uuid)) AS "usersUsed"`;
 
 /**
  * One round trip: the caller's access, the license and every usage count. `user` is the calling user, or
  * NULL for a trusted back-end (service key), for which the organisation only has to exist.
  */
-const STATUS = namedParams('organisation', 'tiers', 'graceS', 'user');
-const STATUS_SQL = asOneJsonColumn(`
-  SELECT ${statusColumns(STATUS.ref.organisation, STATUS.ref.tiers)}
-  FROM ${license(STATUS.ref)}
+const STATUS = namedParams('organisation', 'user');
+const statusSql = (c: Constants) =>
+  asOneJsonColumn(`
+  SELECT ${statusColumns(STATUS.ref.organisation, c)}
+  FROM ${license(STATUS.ref.organisation, c)}
   CROSS JOIN identity.access(${STATUS.ref.organisation}::uuid, ${STATUS.ref.user}::uuid, NULL) a
   WHERE a.allowed`);
 
@@ -70,10 +74,11 @@ const STATUS_SQL = asOneJsonColumn(`
  * The same read for a session token not yet verified (`tokenHash`, its SHA-256): the session check, the
  * membership check, the license and every usage count in one round trip. Always one row.
  */
-const SESSION_STATUS = namedParams('organisation', 'tiers', 'graceS', 'tokenHash');
-const SESSION_STATUS_SQL = asOneJsonColumn(`
-  SELECT ${statusColumns(SESSION_STATUS.ref.organisation, SESSION_STATUS.ref.tiers)}, a.authenticated, a.allowed AS member
-  FROM ${license(SESSION_STATUS.ref)}
+const SESSION_STATUS = namedParams('organisation', 'tokenHash');
+const sessionStatusSql = (c: Constants) =>
+  asOneJsonColumn(`
+  SELECT ${statusColumns(SESSION_STATUS.ref.organisation, c)}, a.authenticated, a.allowed AS member
+  FROM ${license(SESSION_STATUS.ref.organisation, c)}
   CROSS JOIN identity.access(${SESSION_STATUS.ref.organisation}::uuid, NULL, ${SESSION_STATUS.ref.tokenHash}::bytea) a`);
 
 /**
@@ -112,13 +117,14 @@ export interface EntitlementsRow {
  * (`tokenHash`, its SHA-256: verified here, like the status read's), a verified user (`user`, a JWT's), or a
  * service key (both NULL: the organisation only has to exist). Always one row.
  */
-const ENTITLEMENTS = namedParams('organisation', 'tiers', 'graceS', 'user', 'tokenHash');
+const ENTITLEMENTS = namedParams('organisation', 'user', 'tokenHash');
 const { organisation: $eOrg, user: $eUser, tokenHash: $eToken } = ENTITLEMENTS.ref;
-const ENTITLEMENTS_SQL = asOneJsonColumn(`
+const entitlementsSql = (c: Constants) =>
+  asOneJsonColumn(`
   SELECT s.tier, s.is_active AS "isActive", s.is_expired AS "isExpired", s.tier_known AS "tierKnown",
          s.limits, s.features, s.overage, s.sources, s.seats, s.plan_version AS "planVersion",
          (SELECT version FROM notifications.version(${$eOrg}::uuid)) AS version,
-         COALESCE((SELECT jsonb_object_agg(c.metric, c.used) FROM licensing.period_usage(${$eOrg}::uuid, ${ENTITLEMENTS.ref.tiers}::jsonb, s.ai_period) c), '{}')
+         COALESCE((SELECT jsonb_object_agg(u.metric, u.used) FROM licensing.period_usage(${$eOrg}::uuid, ${c.tiers}, s.ai_period) u), '{}')
            || jsonb_build_object('users', (SELECT count(*) FROM identity.members(${$eOrg}::uuid))) AS used,
          COALESCE((SELECT jsonb_object_agg(o.key, jsonb_build_object(
                             'balance', (SELECT COALESCE(sum(g.remaining), 0) FROM credits.counting_grants(${$eOrg}::uuid) g WHERE g.metric = o.key),
@@ -128,42 +134,43 @@ const ENTITLEMENTS_SQL = asOneJsonColumn(`
                                                      'note', o.note, 'created_at', o.created_at) ORDER BY o.name)
                    FROM licensing.live_overrides(${$eOrg}::uuid) o), '[]') AS overrides,
          a.authenticated, a.allowed, a.role
-  FROM ${license(ENTITLEMENTS.ref)}
+  FROM ${license($eOrg, c)}
   CROSS JOIN identity.access(${$eOrg}::uuid, ${$eUser}::uuid, ${$eToken}::bytea) a`);
 
 /** The status read, the hottest statement of the service: hand-written, prepared, one round trip. */
 @Injectable()
 export class LicensingRepository {
+  private readonly sql: { status: string; sessionStatus: string; entitlements: string };
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
-    private readonly config: AppConfig,
-  ) {}
+    config: AppConfig,
+  ) {
+    const constants = licenseConstants(config);
+    this.sql = { status: statusSql(constants), sessionStatus: sessionStatusSql(constants), entitlements: entitlementsSql(constants) };
+  }
 
   /**
    * `userId` null: a service-key caller, for whom the organisation only has to exist; else the user must
    * be a member. Undefined when not.
    */
   async status(m: EntityManager, organisationId: string, userId: string | null): Promise<LicenseStatusRow | undefined> {
-    const values = STATUS.values({ ...{ organisation: organisationId, ...licenseArguments(this.config) }, user: userId });
-    const [row] = await preparedQuery<{ status: LicenseStatusRow }>(m, STATUS_SQL, values);
+    const values = STATUS.values({ organisation: organisationId, user: userId });
+    const [row] = await preparedQuery<{ status: LicenseStatusRow }>(m, this.sql.status, values);
     return row?.status;
   }
 
-  /** The entitlements read; `caller` as ENTITLEMENTS_SQL says (a service key: neither). */
+  /** The entitlements read; `caller` as entitlementsSql says (a service key: neither). */
   async entitlements(organisationId: string, caller: { userId?: string; sessionTokenHash?: Buffer }): Promise<EntitlementsRow> {
-    const values = ENTITLEMENTS.values({
-      ...{ organisation: organisationId, ...licenseArguments(this.config) },
-      user: caller.userId ?? null,
-      tokenHash: caller.sessionTokenHash ?? null,
-    });
-    const [row] = await preparedQuery<{ status: EntitlementsRow }>(this.db, ENTITLEMENTS_SQL, values);
+    const values = ENTITLEMENTS.values({ organisation: organisationId, user: caller.userId ?? null, tokenHash: caller.sessionTokenHash ?? null });
+    const [row] = await preparedQuery<{ status: EntitlementsRow }>(this.db, this.sql.entitlements, values);
     return row.status;
   }
 
   /** The status read for a session token (its SHA-256) verified by the statement itself. */
   async sessionStatus(organisationId: string, tokenHash: Buffer): Promise<SessionStatusRow> {
-    const values = SESSION_STATUS.values({ ...{ organisation: organisationId, ...licenseArguments(this.config) }, tokenHash });
-    const [row] = await preparedQuery<{ status: SessionStatusRow }>(this.db, SESSION_STATUS_SQL, values);
+    const values = SESSION_STATUS.values({ organisation: organisationId, tokenHash });
+    const [row] = await preparedQuery<{ status: SessionStatusRow }>(this.db, this.sql.sessionStatus, values);
     return row.status;
   }
 }

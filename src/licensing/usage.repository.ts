@@ -2,8 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '../config/app-config';
-import { licenseArguments, Overage } from '../config/tiers';
+import { Overage } from '../config/tiers';
 import { namedParams, preparedQuery } from '../database/prepared';
+import { licenseConstants } from './license-state';
 import { UsageContended } from './usage-errors';
 
 /*
@@ -452,19 +453,20 @@ const applySql = (
  * would be accepted now, by the room a report would have (live holds and, for a credits metric, the balance
  * counted). No row: not readable by the caller (identity.access).
  */
-const CHECK = namedParams('organisation', 'tiers', 'graceS', 'user', 'metric', 'amount');
-const { organisation: $org, metric: $metric, amount: $amount, tiers: $checkTiers } = CHECK.ref;
-const CHECK_SQL = `
+const CHECK = namedParams('organisation', 'user', 'metric', 'amount');
+const { organisation: $org, metric: $metric, amount: $amount } = CHECK.ref;
+/** The check's statement, with the tier table and grace period as constants (licenseConstants). */
+const checkSql = (tiers: string, graceS: number) => `
   WITH r AS (
     SELECT CASE WHEN ${$metric}::text = 'users' THEN (SELECT count(*) FROM identity.members(${$org}::uuid))
                 ELSE COALESCE((SELECT used FROM usage_counters
                                WHERE organisation_id = ${$org}::uuid AND metric = ${$metric}::text
-                                 AND period_start = licensing.counter_period(${$checkTiers}::jsonb, ${$metric}::text, s.ai_period)), 0) END AS used,
+                                 AND period_start = licensing.counter_period(${tiers}, ${$metric}::text, s.ai_period)), 0) END AS used,
            (s.limits ->> ${$metric}::text)::bigint AS lim,
            ${policyOf('s.overage', `${$metric}::text`)} AS policy,
            (SELECT COALESCE(sum(h.amount), 0) FROM credits.live_holds(${$org}::uuid, ${$metric}::text) h) AS held,
            (SELECT COALESCE(sum(g.remaining), 0) FROM credits.counting_grants(${$org}::uuid) g WHERE g.metric = ${$metric}::text) AS balance
-    FROM licensing.license_state(${$org}::uuid, ${$checkTiers}::jsonb, ${CHECK.ref.graceS}::bigint) s
+    FROM licensing.license_state(${$org}::uuid, ${tiers}, ${graceS}) s
     CROSS JOIN identity.access(${$org}::uuid, ${CHECK.ref.user}::uuid, NULL) a
     WHERE a.allowed
   )
@@ -472,9 +474,6 @@ const CHECK_SQL = `
 
 /** What licensing.usage_uncontended fails the usage statement with. */
 const SERIALIZATION_FAILURE = '40001';
-
-/** A string as an SQL literal (an escape string: the same whatever standard_conforming_strings says). */
-const sqlLiteral = (text: string) => `E'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 
 /** A report back-ends send (spec §7). */
 export interface UsageEvent {
@@ -551,25 +550,24 @@ export class UsageRepository {
   private readonly notifying: boolean;
   /** The usage statement for events with a key, a hold or a commit among them, and for plain reports without keys. */
   private readonly applySql: { keyed: string; keyless: string };
+  private readonly checkSql: string;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly config: AppConfig,
   ) {
     this.notifying = config.notifyUrls.length > 0;
-    // The tier table and the grace period are fixed for the process: written into the statement as constants,
-    // PostgreSQL parses the tier table once, when it plans the statement, instead of at every call (~10 % of
-    // a one-event statement's time as a parameter).
-    const { tiers, graceS } = licenseArguments(config);
-    const tiersSql = `${sqlLiteral(tiers)}::jsonb`;
-    const license = (organisation: string) => `licensing.license_state(${organisation}, ${tiersSql}, ${Number(graceS)}) s`;
+    // The tier table and the grace period are fixed for the process: written into the statements as constants.
+    const { tiers, graceS } = licenseConstants(config);
+    const license = (organisation: string) => `licensing.license_state(${organisation}, ${tiers}, ${graceS}) s`;
     const metrics = Object.keys(config.providerMeters);
     const handOn = { capacity: this.notifying, meters: metrics.length ? { metrics, flushS: config.meterFlushS } : undefined };
     const alerts = { thresholds: config.usageAlertThresholds, lowPct: config.creditsLowThresholdPct };
     this.applySql = {
-      keyed: applySql(license, tiersSql, Number(graceS), true, handOn, alerts),
-      keyless: applySql(license, tiersSql, Number(graceS), false, handOn, alerts),
+      keyed: applySql(license, tiers, graceS, true, handOn, alerts),
+      keyless: applySql(license, tiers, graceS, false, handOn, alerts),
     };
+    this.checkSql = checkSql(tiers, graceS);
   }
 
   /**
@@ -603,8 +601,8 @@ export class UsageRepository {
 
   /** Undefined when the caller may not read the organisation (see LicensingRepository.status). */
   async check(organisationId: string, userId: string | null, metric: string, amount: number): Promise<CheckRow | undefined> {
-    const values = CHECK.values({ organisation: organisationId, ...licenseArguments(this.config), user: userId, metric, amount });
-    const [row] = await preparedQuery<CheckRow>(this.db, CHECK_SQL, values);
+    const values = CHECK.values({ organisation: organisationId, user: userId, metric, amount });
+    const [row] = await preparedQuery<CheckRow>(this.db, this.checkSql, values);
     return row;
   }
 }
