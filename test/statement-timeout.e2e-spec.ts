@@ -81,13 +81,9 @@ describe('the statement time limit: a statement over it fails and nothing commit
   });
 
   it('a transaction sets the limit itself only where its connection did not start with it (behind PgBouncer)', async () => {
-    const sent = await statementsOf(() => transaction(t.db, (m) => m.query('SELECT 1')));
-    expect(sent).toEqual([
-      'START TRANSACTION',
-      ...(activePgBouncer() ? [`SET LOCAL statement_timeout = ${LIMIT_MS}`] : []),
-      'SELECT 1',
-      'COMMIT',
-    ]);
+    const marker = 'SELECT 1 AS marker';
+    const sent = await statementsOf(() => transaction(t.db, (m) => m.query(marker)), marker);
+    expect(sent).toEqual(['START TRANSACTION', ...(activePgBouncer() ? [`SET LOCAL statement_timeout = ${LIMIT_MS}`] : []), marker, 'COMMIT']);
   });
 
   it('every statement runs without JIT compilation, which made each usage report cost ~250 ms of database CPU', async () => {
@@ -98,12 +94,20 @@ describe('the statement time limit: a statement over it fails and nothing commit
   });
 });
 
-/** The statements `work` sent through the service's connections (their text), in order. */
-async function statementsOf(work: () => Promise<unknown>): Promise<string[]> {
+/**
+ * The statements (their text, in order) sent meanwhile on the connection of `db`'s that ran `marker`, the one
+ * statement `work` runs in a transaction: the app's jobs may use its other connections at any moment.
+ */
+async function statementsOf(work: () => Promise<unknown>, marker: string): Promise<string[]> {
   const query = jest.spyOn(ClosingClient.prototype, 'query');
   try {
     await work();
-    return query.mock.calls.map(([config]) => (typeof config === 'string' ? config : (config as { text: string }).text));
+    const sent = query.mock.calls.map(([config], i) => ({
+      client: query.mock.contexts[i],
+      text: typeof config === 'string' ? config : (config as { text: string }).text,
+    }));
+    const client = sent.find((s) => s.text === marker)?.client;
+    return sent.filter((s) => s.client === client).map((s) => s.text);
   } finally {
     query.mockRestore();
   }
@@ -147,7 +151,7 @@ describe("the connection's own limit", () => {
         let limit: string | undefined;
         const sent = await statementsOf(async () => {
           limit = (await transaction(db, (m) => m.query('SHOW statement_timeout')))[0].statement_timeout;
-        });
+        }, 'SHOW statement_timeout');
         return { trusted, limit, setLocal: sent.filter((text) => text.startsWith('SET LOCAL')) };
       } finally {
         await db.destroy();
